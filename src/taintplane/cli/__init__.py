@@ -1,0 +1,1 @@
+"""The ``taintplane`` command line."""
