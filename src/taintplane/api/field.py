@@ -16,7 +16,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from taintplane.api.gofmt import GoPointer, GoStruct, go_quote, go_sharp_v
+from taintplane.api.gofmt import GoStruct, go_quote
 
 __all__ = ["ErrorType", "FieldError", "Path", "aggregate_message"]
 
@@ -136,19 +136,19 @@ class FieldError:
 
 
 def _render_bad_value(value: object) -> str:
+    # field.Error.ErrorBody: nil becomes the string "null" (so it prints quoted), numbers and
+    # booleans print bare, strings quoted, and anything composite as JSON.
     if value is None:
-        return "null"
-    if isinstance(value, GoPointer):
-        return "null" if value.target is None else _render_bad_value(value.target)
-    if isinstance(value, GoStruct):
-        return value.render()
+        return go_quote("null")
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
     if isinstance(value, str):
         return go_quote(value)
-    return go_sharp_v(value)
+    if isinstance(value, GoStruct):
+        return value.to_json()
+    raise TypeError(f"no Go rendering for {type(value).__name__}")
 
 
 def aggregate_message(errors: Sequence[FieldError]) -> str:

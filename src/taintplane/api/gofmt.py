@@ -1,17 +1,18 @@
-"""Render values the way Go's fmt package does, for messages that must match Kubernetes.
+"""Render values the way Kubernetes' Go code prints them in messages.
 
-Kubernetes builds many user-facing messages with ``%q``, ``%v`` and ``%#v``. Field errors in
-particular print the rejected value with ``%q`` for strings and ``%#v`` for structs, so a
-faithful rendering needs Go's quoting rules rather than Python's ``repr``.
+Field errors print a rejected string with ``%q`` and, since Kubernetes 1.34, a rejected struct
+as compact JSON with Go's field names (validation runs on internal types, which have no JSON
+tags). A faithful rendering needs Go's quoting and JSON escaping rather than Python's.
 """
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["GoPointer", "GoStruct", "go_quote", "go_sharp_v"]
+__all__ = ["GoStruct", "go_json", "go_quote"]
 
 _SIMPLE_ESCAPES = {
     "\a": "\\a",
@@ -54,42 +55,22 @@ def go_quote(text: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class GoPointer:
-    """A Go pointer field as ``%#v`` prints it: ``(*int64)(nil)`` or ``(*int64)(0x…)``.
-
-    Go prints the address of a non-nil pointer, which no other program can reproduce; we print
-    the pointed-to value in its place so the message still says what was rejected.
-    """
-
-    type_name: str
-    target: object = None
-
-    def render(self) -> str:
-        if self.target is None:
-            return f"({self.type_name})(nil)"
-        return f"({self.type_name})({go_sharp_v(self.target)})"
-
-
-@dataclass(frozen=True, slots=True)
 class GoStruct:
-    """A Go struct value, rendered as ``%#v`` does: ``core.Taint{Key:"k", Value:"v", …}``."""
+    """A Go struct value: ordered (GoFieldName, value) pairs; ``None`` is a nil pointer."""
 
-    type_name: str
     fields: Sequence[tuple[str, object]]
 
-    def render(self) -> str:
-        inner = ", ".join(f"{name}:{go_sharp_v(value)}" for name, value in self.fields)
-        return f"{self.type_name}{{{inner}}}"
+    def to_json(self) -> str:
+        return go_json(dict(self.fields))
 
 
-def go_sharp_v(value: object) -> str:
-    """``%#v`` for the value shapes Kubernetes messages contain."""
-    if isinstance(value, GoStruct | GoPointer):
-        return value.render()
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return go_quote(value)
-    if value is None:
-        return "<nil>"
-    return str(value)
+# encoding/json escapes these even inside strings, to keep JSON safe to embed in HTML.
+_GO_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def go_json(value: object) -> str:
+    """``json.Marshal``: compact, non-ASCII kept, HTML-sensitive characters escaped."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    for char, escaped in _GO_JSON_ESCAPES.items():
+        text = text.replace(char, escaped)
+    return text

@@ -32,6 +32,10 @@ __all__ = [
 ]
 
 
+# Client-side checks are kubectl's own, so they speak the kubectl release we drive.
+_WORDING = names.Wording.KUBECTL_1_32
+
+
 class TaintSpecError(ValueError):
     def __init__(self, message: str, *, usage: bool = False) -> None:
         super().__init__(message)
@@ -99,14 +103,14 @@ def parse_taint(spec: str) -> Taint:
         key = key_value[0]
         if len(key_value) == 2:
             value = key_value[1]
-            problems = names.is_valid_label_value(value)
+            problems = names.is_valid_label_value(value, _WORDING)
             if problems:
                 raise TaintSpecError(
                     f"invalid taint spec: {spec}, {'; '.join(problems)}", usage=True
                 )
     else:
         raise TaintSpecError(f"invalid taint spec: {spec}", usage=True)
-    problems = names.is_qualified_name(key)
+    problems = names.is_qualified_name(key, _WORDING)
     if problems:
         raise TaintSpecError(f"invalid taint spec: {spec}, {'; '.join(problems)}", usage=True)
     return Taint(key=key, value=value, effect=effect)

@@ -15,7 +15,7 @@ from typing import Any
 
 from taintplane.api.decoding import DecodeError, format_time, optional_str, optional_time
 from taintplane.api.field import Path
-from taintplane.api.gofmt import GoPointer, GoStruct
+from taintplane.api.gofmt import GoStruct
 
 __all__ = ["Taint", "TaintEffect", "parse_taints", "taints_to_list"]
 
@@ -75,16 +75,10 @@ class Taint:
         return self.to_string()
 
     def go_value(self) -> GoStruct:
-        """How a field error prints this taint (``%#v`` of the internal ``core.Taint``)."""
+        """How a field error prints this taint (JSON of the internal ``core.Taint``)."""
         added = None if self.time_added is None else format_time(self.time_added)
         return GoStruct(
-            "core.Taint",
-            (
-                ("Key", self.key),
-                ("Value", self.value),
-                ("Effect", self.effect),
-                ("TimeAdded", GoPointer("*v1.Time", added)),
-            ),
+            (("Key", self.key), ("Value", self.value), ("Effect", self.effect), ("TimeAdded", added))
         )
 
 

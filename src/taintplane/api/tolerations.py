@@ -15,14 +15,14 @@ update validation compare tolerations field by field, as upstream does.
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from taintplane.api import names
 from taintplane.api.decoding import INT64_MAX, INT64_MIN, DecodeError, optional_int64, optional_str
 from taintplane.api.field import Path
-from taintplane.api.gofmt import GoPointer, GoStruct
+from taintplane.api.gofmt import GoStruct
 from taintplane.api.taints import Taint, TaintEffect
 
 __all__ = [
@@ -38,8 +38,6 @@ __all__ = [
     "tolerations_to_list",
 ]
 
-# content.IsDecimalInteger: "0" or an optional minus and digits without a leading zero.
-_CANONICAL_DECIMAL = re.compile(r"0|-?[1-9][0-9]*", re.ASCII)
 
 
 class TolerationOperator(enum.StrEnum):
@@ -52,7 +50,7 @@ class TolerationOperator(enum.StrEnum):
 def parse_int64(text: str) -> int | None:
     """A taint or toleration value as ``Lt``/``Gt`` read it: a canonical decimal integer
     (``content.IsDecimalInteger``: no sign but ``-``, no leading zeros) within int64."""
-    if not _CANONICAL_DECIMAL.fullmatch(text):
+    if names.is_decimal_integer(text):
         return None
     number = int(text)
     return number if INT64_MIN <= number <= INT64_MAX else None
@@ -124,16 +122,15 @@ class Toleration:
         )
 
     def go_value(self) -> GoStruct:
-        """How a field error prints this toleration (``%#v`` of ``core.Toleration``)."""
+        """How a field error prints this toleration (JSON of ``core.Toleration``)."""
         return GoStruct(
-            "core.Toleration",
             (
                 ("Key", self.key),
                 ("Operator", self.operator),
                 ("Value", self.value),
                 ("Effect", self.effect),
-                ("TolerationSeconds", GoPointer("*int64", self.toleration_seconds)),
-            ),
+                ("TolerationSeconds", self.toleration_seconds),
+            )
         )
 
 
