@@ -65,7 +65,13 @@ class GoStruct:
 
 
 # encoding/json escapes these even inside strings, to keep JSON safe to embed in HTML.
-_GO_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_GO_JSON_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
 
 
 def go_json(value: object) -> str:

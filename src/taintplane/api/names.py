@@ -16,10 +16,10 @@ import enum
 import re
 
 __all__ = [
-    "Wording",
     "DNS1123_SUBDOMAIN_MAX_LENGTH",
     "LABEL_VALUE_MAX_LENGTH",
     "QUALIFIED_NAME_MAX_LENGTH",
+    "Wording",
     "empty_error",
     "is_decimal_integer",
     "is_dns1123_subdomain",

@@ -78,7 +78,12 @@ class Taint:
         """How a field error prints this taint (JSON of the internal ``core.Taint``)."""
         added = None if self.time_added is None else format_time(self.time_added)
         return GoStruct(
-            (("Key", self.key), ("Value", self.value), ("Effect", self.effect), ("TimeAdded", added))
+            (
+                ("Key", self.key),
+                ("Value", self.value),
+                ("Effect", self.effect),
+                ("TimeAdded", added),
+            )
         )
 
 

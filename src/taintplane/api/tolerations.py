@@ -39,7 +39,6 @@ __all__ = [
 ]
 
 
-
 class TolerationOperator(enum.StrEnum):
     EQUAL = "Equal"
     EXISTS = "Exists"

@@ -111,7 +111,9 @@ def _validate_toleration(t: Toleration, at: Path, comparison_operators: bool) ->
             errors.append(FieldError.invalid(at.child("operator"), t.value, EXISTS_WITH_VALUE))
     elif t.operator in (TolerationOperator.LT, TolerationOperator.GT):
         if not comparison_operators:
-            errors.append(FieldError.not_supported(at.child("operator"), t.operator, _ALL_OPERATORS))
+            errors.append(
+                FieldError.not_supported(at.child("operator"), t.operator, _ALL_OPERATORS)
+            )
         else:
             errors += _validate_numeric_value(t.value, at.child("value"))
     else:
