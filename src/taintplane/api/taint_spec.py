@@ -26,9 +26,12 @@ __all__ = [
     "TaintOperation",
     "TaintSpecError",
     "apply_taint_changes",
+    "check_add_remove_conflicts",
     "parse_taint",
     "parse_taint_changes",
+    "parse_taint_command",
     "split_taint_args",
+    "validate_taint_command",
 ]
 
 
@@ -140,12 +143,34 @@ def parse_taint_changes(specs: Sequence[str]) -> TaintChanges:
             )
         seen.add((taint.effect, taint.key))
         add.append(taint)
-    changes = TaintChanges(tuple(add), tuple(remove))
-    _check_add_remove_conflicts(changes)
-    return changes
+    return TaintChanges(tuple(add), tuple(remove))
 
 
-def _check_add_remove_conflicts(changes: TaintChanges) -> None:
+def parse_taint_command(args: Sequence[str]) -> tuple[list[str], TaintChanges]:
+    """``kubectl taint``'s argument handling: resources first, then at least one change."""
+    resources, specs = split_taint_args(args)
+    if not resources:
+        raise TaintSpecError("one or more resources must be specified as <resource> <name>")
+    if not specs:
+        raise TaintSpecError("at least one taint update is required")
+    return resources, parse_taint_changes(specs)
+
+
+def validate_taint_command(
+    resources: Sequence[str], changes: TaintChanges, *, all_nodes: bool, selector: str
+) -> None:
+    """``kubectl taint``'s Validate after the resource type is known to be nodes: no taint
+    both added and removed, and exactly one way of naming the targets."""
+    check_add_remove_conflicts(changes)
+    if all_nodes and selector:
+        raise TaintSpecError("setting 'all' parameter with a non empty selector is prohibited")
+    if not all_nodes and not selector and len(resources) < 2:
+        raise TaintSpecError(
+            "at least one resource name must be specified since 'all' parameter is not set"
+        )
+
+
+def check_add_remove_conflicts(changes: TaintChanges) -> None:
     conflicts = [
         f'{{"{removed.key}":"{removed.effect}"}}'
         for added in changes.add
