@@ -136,3 +136,7 @@ def test_label_values_and_key_names_share_one_syntax(text):
     value_ok = names.is_valid_label_value(text) == []
     key_ok = names.is_qualified_name(text) == []
     assert value_ok == key_ok
+
+
+def test_regex_error_without_examples():
+    assert names.regex_error("must be x", "x+") == "must be x (regex used for validation is 'x+')"

@@ -108,3 +108,20 @@ def test_taints_are_identified_by_key_and_effect():
 
 def test_effects_are_the_three_kubernetes_effects():
     assert [e.value for e in TaintEffect] == ["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("2024-13-01T00:00:00Z", 'parsing time "2024-13-01T00:00:00Z": month out of range'),
+        ("2024-01-00T00:00:00Z", 'parsing time "2024-01-00T00:00:00Z": day out of range'),
+        ("2023-02-30T00:00:00Z", 'parsing time "2023-02-30T00:00:00Z": day out of range'),
+        ("2024-01-01T24:00:00Z", 'parsing time "2024-01-01T24:00:00Z": hour out of range'),
+        ("2024-01-01T00:60:00Z", 'parsing time "2024-01-01T00:60:00Z": minute out of range'),
+        ("2024-01-01T00:00:60Z", 'parsing time "2024-01-01T00:00:60Z": second out of range'),
+    ],
+)
+def test_out_of_range_times_are_decode_errors(text, message):
+    with pytest.raises(DecodeError) as caught:
+        Taint.from_dict({"key": "k", "effect": "NoExecute", "timeAdded": text})
+    assert caught.value.message == message

@@ -366,6 +366,9 @@ def test_field_errors_render_values_as_kubernetes_does():
         str(FieldError.invalid(path, "tab\there\x01é", ""))
         == 'spec.a.b[2][k]: Invalid value: "tab\\there\\x01é"'
     )
+    assert str(FieldError.invalid(path, "\u200b\U000e0001\x7f", "")) == (
+        'spec.a.b[2][k]: Invalid value: "\\u200b\\U000e0001\\x7f"'
+    )
     assert str(FieldError.required(path)) == "spec.a.b[2][k]: Required value"
     assert str(FieldError.required(path, "why")) == "spec.a.b[2][k]: Required value: why"
     assert str(FieldError.not_supported(path, "x", [])) == 'spec.a.b[2][k]: Unsupported value: "x"'

@@ -98,10 +98,20 @@ def optional_time(data: Mapping[str, Any], name: str, struct: str, path: Path) -
             f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": cannot parse "{value}" '
             "as RFC 3339 time"
         )
+    month, day, hour, minute, second = (int(match.group(i)) for i in range(2, 7))
+    for part, number, limit in (
+        ("month", month, 12),
+        ("day", day, 31),
+        ("hour", hour, 23),
+        ("minute", minute, 59),
+        ("second", second, 59),
+    ):
+        if number > limit or (part in ("month", "day") and number < 1):
+            raise DecodeError(f'parsing time "{value}": {part} out of range')
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as error:
-        raise DecodeError(f'parsing time "{value}": {error}') from error
+    except ValueError as error:  # a day past the end of its month, as 2023-02-30
+        raise DecodeError(f'parsing time "{value}": day out of range') from error
     return parsed.astimezone(UTC)
 
 
