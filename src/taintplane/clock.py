@@ -1,0 +1,109 @@
+"""The one place taintplane reads time.
+
+Every component takes a :class:`Clock`. :class:`RealClock` follows the wall clock;
+:class:`VirtualClock` moves only when told to, so tests assert exact instants instead of
+sleeping, and ``taintplane up --clock virtual`` can fast-forward a whole cluster.
+
+Advancing a virtual clock wakes sleepers in time order and lets the event loop run until it
+is quiet before moving on, so after ``await clock.advance(300)`` returns, every piece of work
+that fell due up to then has run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+__all__ = ["Clock", "RealClock", "VirtualClock"]
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current instant, timezone-aware in UTC."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes back, for measuring intervals."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Return once ``seconds`` have passed on this clock (at once for ≤ 0)."""
+        ...
+
+
+class RealClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+
+class VirtualClock:
+    """A clock that stands still until :meth:`advance` moves it."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._start = start or datetime(2026, 1, 1, tzinfo=UTC)
+        self._elapsed = 0.0
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+
+    def now(self) -> datetime:
+        return self._start + timedelta(seconds=self._elapsed)
+
+    def monotonic(self) -> float:
+        return self._elapsed
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self._elapsed + seconds, next(self._order), future))
+        await future
+
+    def pending(self) -> int:
+        """How many sleepers are waiting (cancelled ones excluded)."""
+        return sum(1 for _, _, f in self._sleepers if not f.done())
+
+    async def advance(self, seconds: float) -> None:
+        """Move time forward, waking each sleeper at its instant, in order, and settling the
+        event loop after each so that work it triggers (and its own sleeps) run in time."""
+        if seconds < 0:
+            raise ValueError("a clock cannot go back")
+        target = self._elapsed + seconds
+        await settle()
+        while self._sleepers and self._sleepers[0][0] <= target:
+            due, _, future = heapq.heappop(self._sleepers)
+            if future.done():
+                continue
+            self._elapsed = max(self._elapsed, due)
+            future.set_result(None)
+            await settle()
+        self._elapsed = target
+        await settle()
+
+
+async def settle(rounds: int = 64, is_quiet: Callable[[], bool] | None = None) -> None:
+    """Let the running loop run every ready callback, repeatedly, until nothing new is ready.
+
+    asyncio has no public "idle" signal; we yield until the loop's ready queue stays empty
+    for two consecutive turns (or ``rounds`` turns pass, which bounds busy loops).
+    """
+    loop = asyncio.get_running_loop()
+    quiet_turns = 0
+    for _ in range(rounds):
+        await asyncio.sleep(0)
+        ready = getattr(loop, "_ready", None)
+        idle = (ready is not None and len(ready) == 0) and (is_quiet is None or is_quiet())
+        quiet_turns = quiet_turns + 1 if idle else 0
+        if quiet_turns >= 2:
+            return

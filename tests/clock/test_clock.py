@@ -1,0 +1,88 @@
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from taintplane.clock import RealClock, VirtualClock
+
+
+def test_real_clock_is_utc_and_monotonic():
+    clock = RealClock()
+    assert clock.now().tzinfo is UTC
+    first = clock.monotonic()
+    assert clock.monotonic() >= first
+
+
+def test_real_clock_sleep_of_zero_returns():
+    asyncio.run(RealClock().sleep(0))
+
+
+def test_virtual_clock_stands_still_until_advanced():
+    start = datetime(2030, 5, 1, tzinfo=UTC)
+    clock = VirtualClock(start)
+    assert clock.now() == start
+
+    async def scenario():
+        await clock.advance(90)
+        assert clock.now() == start + timedelta(seconds=90)
+        assert clock.monotonic() == 90
+
+    asyncio.run(scenario())
+
+
+def test_sleepers_wake_at_their_instant_in_order():
+    clock = VirtualClock()
+    woke: list[tuple[str, float]] = []
+
+    async def sleeper(name, seconds):
+        await clock.sleep(seconds)
+        woke.append((name, clock.monotonic()))
+
+    async def scenario():
+        tasks = [asyncio.create_task(sleeper(n, s)) for n, s in [("c", 30), ("a", 10), ("b", 20)]]
+        await clock.advance(0)
+        assert clock.pending() == 3
+        await clock.advance(25)
+        assert woke == [("a", 10), ("b", 20)]
+        await clock.advance(5)
+        assert woke == [("a", 10), ("b", 20), ("c", 30)]
+        await asyncio.gather(*tasks)
+
+    asyncio.run(scenario())
+
+
+def test_work_triggered_by_a_wakeup_runs_in_the_same_advance():
+    clock = VirtualClock()
+    woke: list[float] = []
+
+    async def chain():
+        await clock.sleep(10)
+        woke.append(clock.monotonic())
+        await clock.sleep(10)  # falls due inside the same advance
+        woke.append(clock.monotonic())
+
+    async def scenario():
+        task = asyncio.create_task(chain())
+        await clock.advance(0)
+        await clock.advance(60)
+        assert woke == [10, 20]
+        assert clock.monotonic() == 60
+        await task
+
+    asyncio.run(scenario())
+
+
+def test_cancelled_sleepers_are_skipped_and_time_cannot_go_back():
+    clock = VirtualClock()
+
+    async def scenario():
+        task = asyncio.create_task(clock.sleep(5))
+        await clock.advance(0)
+        task.cancel()
+        await clock.advance(10)
+        assert clock.pending() == 0
+        with pytest.raises(ValueError, match="cannot go back"):
+            await clock.advance(-1)
+        await clock.sleep(0)
+
+    asyncio.run(scenario())
