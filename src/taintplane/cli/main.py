@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from taintplane import __version__
+from taintplane.cli.up import serve_command, up_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -13,6 +14,10 @@ from taintplane import __version__
 )
 def cli() -> None:
     """taintplane: a Kubernetes-compatible control plane for taints and tolerations."""
+
+
+cli.add_command(up_command)
+cli.add_command(serve_command)
 
 
 def main() -> None:

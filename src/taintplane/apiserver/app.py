@@ -1,0 +1,171 @@
+"""The API server as an ASGI application: routing, error handling, namespace lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from taintplane.api.features import FeatureGates
+from taintplane.api.scheme import SCHEME, Scheme
+from taintplane.apiserver import discovery
+from taintplane.apiserver.handlers import ResourceHandlers, json_response
+from taintplane.apiserver.registry import Registry
+from taintplane.apiserver.requestinfo import parse_resource_path
+from taintplane.apiserver.status import APIError
+from taintplane.clock import Clock
+from taintplane.store.interface import Store
+
+__all__ = ["DEFAULT_NAMESPACES", "APIServer"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+class APIServer:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        features: FeatureGates | None = None,
+        scheme: Scheme = SCHEME,
+        server_address: str = "127.0.0.1:6443",
+        bookmark_interval: float = 60.0,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.scheme = scheme
+        self.server_address = server_address
+        self.registry = Registry(store, clock, features, scheme)
+        self.handlers = ResourceHandlers(self.registry, clock, bookmark_interval=bookmark_interval)
+        self.app = Starlette(routes=[Route("/{path:path}", self.dispatch, methods=METHODS)])
+        self._background: set[asyncio.Task[None]] = set()
+
+    # ---- start-up --------------------------------------------------------------------------
+
+    async def bootstrap(self) -> None:
+        """Create the default namespaces; resume finalizing namespaces being deleted."""
+        ns_type = self._namespaces()
+        for name in DEFAULT_NAMESPACES:
+            try:
+                await self.registry.create(ns_type, "", {"metadata": {"name": name}})
+            except APIError as error:
+                if error.code != 409:
+                    raise
+        for namespace in (await self.registry.list(ns_type, "")).items:
+            if namespace["metadata"].get("deletionTimestamp"):
+                self._finalize_later(namespace["metadata"]["name"])
+
+    def _namespaces(self) -> Any:
+        ns_type = self.scheme.lookup("", "v1", "namespaces")
+        assert ns_type is not None
+        return ns_type
+
+    # ---- routing ---------------------------------------------------------------------------
+
+    async def dispatch(self, request: Request) -> Response:
+        try:
+            return await self._route(request)
+        except APIError as error:
+            return json_response(error.status, error.code)
+        except Exception as error:  # a bug: report it as Kubernetes would, never a bare 500
+            log.exception("internal error serving %s %s", request.method, request.url.path)
+            status = APIError.internal(f"{type(error).__name__}: {error}").status
+            return json_response(status, 500)
+
+    async def _route(self, request: Request) -> Response:
+        path = request.url.path.rstrip("/") or "/"
+        segments = [s for s in path.split("/") if s]
+        accept = request.headers.get("accept", "")
+        if path in ("/healthz", "/livez", "/readyz"):
+            return PlainTextResponse("ok")
+        if request.method != "GET" and len(segments) < 3:
+            raise APIError.method_not_allowed(
+                "the server does not allow this method on the requested resource"
+            )
+        if path == "/version":
+            return json_response(discovery.version_info())
+        if path == "/api":
+            if "as=APIGroupDiscoveryList" in accept:
+                return json_response(
+                    discovery.aggregated_core(self.scheme),
+                    content_type=discovery.AGGREGATED_CONTENT_TYPE,
+                )
+            return json_response(discovery.legacy_api_versions(self.server_address))
+        if path == "/apis":
+            if "as=APIGroupDiscoveryList" in accept:
+                return json_response(
+                    discovery.aggregated_apis(self.scheme),
+                    content_type=discovery.AGGREGATED_CONTENT_TYPE,
+                )
+            return json_response(discovery.legacy_group_list(self.scheme))
+        if segments[:2] == ["api", "v1"]:
+            if len(segments) == 2:
+                return json_response(discovery.resource_list(self.scheme, "", "v1"))
+            return await self._resource(request, "", "v1", segments[2:])
+        if segments and segments[0] == "apis" and len(segments) >= 2:
+            group = segments[1]
+            if group not in self.scheme.groups():
+                raise _not_found()
+            if len(segments) == 2:
+                return json_response(discovery.legacy_group(self.scheme, group))
+            version = segments[2]
+            if version not in self.scheme.versions(group):
+                raise _not_found()
+            if len(segments) == 3:
+                return json_response(discovery.resource_list(self.scheme, group, version))
+            return await self._resource(request, group, version, segments[3:])
+        raise _not_found()
+
+    async def _resource(
+        self, request: Request, group: str, version: str, segments: list[str]
+    ) -> Response:
+        info = parse_resource_path(self.scheme, group, version, segments)
+        response = await self.handlers.handle(request, info)
+        if info.resource.kind == "Namespace" and request.method == "DELETE" and info.name:
+            self._finalize_later(info.name)
+        return response
+
+    # ---- namespace lifecycle ---------------------------------------------------------------
+
+    def _finalize_later(self, namespace: str) -> None:
+        task = asyncio.create_task(self._finalize_namespace(namespace))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _finalize_namespace(self, namespace: str) -> None:
+        """Delete everything in a namespace being deleted, then the namespace itself (the
+        namespace controller's job, done here until the controller-manager exists)."""
+        try:
+            obj = await self.registry.get(self._namespaces(), "", namespace)
+        except APIError:
+            return
+        if not obj["metadata"].get("deletionTimestamp"):
+            return
+        for resource in self.scheme:
+            if not resource.namespaced:
+                continue
+            for item in (await self.registry.list(resource, namespace)).items:
+                try:
+                    await self.registry.remove(resource, namespace, item["metadata"]["name"])
+                except APIError as error:
+                    if error.code != 404:
+                        raise
+        await self.registry.remove(self._namespaces(), "", namespace)
+
+    async def close(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+
+
+def _not_found() -> APIError:
+    return APIError.make(404, "NotFound", "the server could not find the requested resource")

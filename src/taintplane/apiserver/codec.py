@@ -1,0 +1,62 @@
+"""Request bodies in, responses out: JSON and YAML, content negotiation, size limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import yaml
+
+from taintplane.apiserver.status import APIError
+
+__all__ = ["MAX_BODY_BYTES", "decode_body", "encode", "wants_table"]
+
+#: kube-apiserver refuses request bodies over 3 MiB.
+MAX_BODY_BYTES = 3 * 1024 * 1024
+
+JSON_TYPES = ("application/json", "")
+YAML_TYPES = ("application/yaml", "application/apply-patch+yaml", "text/yaml", "application/x-yaml")
+PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+)
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+def media_type(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def decode_body(raw: bytes, content_type: str | None) -> Any:
+    """Parse a JSON or YAML body; malformed input is a 400 with the parser's reason."""
+    if len(raw) > MAX_BODY_BYTES:
+        raise APIError.too_large("Request entity too large: limit is 3145728")
+    kind = media_type(content_type)
+    if kind in JSON_TYPES or kind.endswith("+json"):
+        try:
+            return orjson.loads(raw) if raw.strip() else None
+        except orjson.JSONDecodeError as error:
+            raise APIError.bad_request(f"error decoding JSON body: {error}") from error
+    if kind in YAML_TYPES:
+        try:
+            return yaml.safe_load(raw.decode("utf-8")) if raw.strip() else None
+        except (yaml.YAMLError, UnicodeDecodeError) as error:
+            raise APIError.bad_request(f"error converting YAML to JSON: {error}") from error
+    raise APIError.unsupported_media_type(kind)
+
+
+def encode(obj: Any) -> bytes:
+    return orjson.dumps(obj)
+
+
+def wants_table(accept: str | None) -> bool:
+    """Does the Accept header ask for a meta.k8s.io Table first?"""
+    for part in (accept or "").split(","):
+        params = {p.strip() for p in part.split(";")[1:]}
+        if "as=Table" in params and "g=meta.k8s.io" in params:
+            return True
+        if part.strip().startswith("application/json") and not params:
+            return False
+    return False

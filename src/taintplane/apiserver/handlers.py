@@ -1,0 +1,444 @@
+"""HTTP handlers for resource requests: CRUD, list, watch, patch and the pod subresources.
+
+Each handler turns a request into registry calls and the result into a response; errors are
+``APIError`` Statuses all the way out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from taintplane.api.scheme import ResourceType
+from taintplane.api.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    parse_field_selector,
+    parse_label_selector,
+)
+from taintplane.apiserver import codec
+from taintplane.apiserver.patch import (
+    PatchError,
+    apply_json_patch,
+    apply_merge_patch,
+    apply_strategic_merge_patch,
+)
+from taintplane.apiserver.registry import Registry
+from taintplane.apiserver.requestinfo import RequestInfo
+from taintplane.apiserver.status import APIError, success
+from taintplane.apiserver.subresources import bind, evict
+from taintplane.apiserver.tables import table_for
+from taintplane.clock import Clock
+
+__all__ = ["ResourceHandlers", "json_response"]
+
+
+def json_response(body: Any, status: int = 200, content_type: str = "application/json") -> Response:
+    return Response(codec.encode(body), status_code=status, media_type=content_type)
+
+
+def _query_int(request: Request, name: str) -> int | None:
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return None
+    try:
+        return int(raw)
+    except ValueError as error:
+        raise APIError.bad_request(f"invalid value for {name}: {raw!r}") from error
+
+
+class ResourceHandlers:
+    def __init__(
+        self, registry: Registry, clock: Clock, *, bookmark_interval: float = 60.0
+    ) -> None:
+        self.registry = registry
+        self.clock = clock
+        self.bookmark_interval = bookmark_interval
+
+    async def handle(self, request: Request, info: RequestInfo) -> Response:
+        method = request.method
+        verb = {
+            ("GET", True): "get",
+            ("GET", False): "list",
+            ("POST", False): "create",
+            ("POST", True): "create",
+            ("PUT", True): "update",
+            ("PATCH", True): "patch",
+            ("DELETE", True): "delete",
+            ("DELETE", False): "deletecollection",
+        }.get((method, bool(info.name)))
+        if verb is None:
+            raise APIError.method_not_allowed(
+                "the server does not allow this method on the requested resource"
+            )
+        if (
+            info.resource.namespaced
+            and not info.namespace
+            and verb not in ("list", "deletecollection")
+        ):
+            raise APIError.make(404, "NotFound", "the server could not find the requested resource")
+        if info.subresource == "binding" and method == "POST":
+            return json_response(await bind(self.registry, info, await self._body(request)), 201)
+        if info.subresource == "eviction" and method == "POST":
+            return json_response(await evict(self.registry, info, await self._body(request)), 201)
+        if verb == "get":
+            obj = await self.registry.get(info.resource, info.namespace, info.name)
+            return self._render(request, info.resource, [obj], single=obj)
+        if verb == "list":
+            if request.query_params.get("watch") in ("true", "1"):
+                return await self._watch(request, info)
+            return await self._list(request, info)
+        if verb == "create":
+            if info.name:
+                raise APIError.method_not_allowed(
+                    "the server does not allow this method on the requested resource"
+                )
+            body = self._require_object(await self._body(request))
+            created = await self.registry.create(
+                info.resource, info.namespace, body, dry_run=self._dry_run(request)
+            )
+            return json_response(created, 201)
+        if verb == "update":
+            body = self._require_object(await self._body(request))
+            updated = await self.registry.update(
+                info.resource,
+                info.namespace,
+                info.name,
+                body,
+                subresource=info.subresource,
+                dry_run=self._dry_run(request),
+            )
+            return json_response(updated)
+        if verb == "patch":
+            return await self._patch(request, info)
+        if verb == "delete":
+            return await self._delete(request, info)
+        return await self._delete_collection(request, info)
+
+    # ---- helpers ---------------------------------------------------------------------------
+
+    async def _body(self, request: Request) -> Any:
+        raw = await request.body()
+        content_type = request.headers.get("content-type")
+        if codec.media_type(content_type) == codec.PROTOBUF:
+            return None  # only DeleteOptions arrive this way (drain's fallback); defaults apply
+        return codec.decode_body(raw, content_type)
+
+    @staticmethod
+    def _require_object(body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise APIError.bad_request("the request body must be a JSON or YAML object")
+        return body
+
+    @staticmethod
+    def _dry_run(request: Request) -> bool:
+        values = request.query_params.getlist("dryRun")
+        for value in values:
+            if value != "All":
+                raise APIError.bad_request(
+                    f'dryRun: Unsupported value: "{value}": supported values: "All"'
+                )
+        return bool(values)
+
+    @staticmethod
+    def _selectors(request: Request) -> tuple[LabelSelector | None, FieldSelector | None]:
+        try:
+            labels = parse_label_selector(request.query_params.get("labelSelector", ""))
+            fields = parse_field_selector(request.query_params.get("fieldSelector", ""))
+        except SelectorError as error:
+            raise APIError.bad_request(error.message) from error
+        return (None if labels.is_empty() else labels), (fields if fields.requirements else None)
+
+    def _check_fields(self, resource: ResourceType, fields: FieldSelector | None) -> None:
+        if fields is None:
+            return
+        strategy = self.registry.strategy(resource)
+        try:
+            fields.check_supported(strategy.supports_field)
+        except SelectorError as error:
+            raise APIError.bad_request(error.message) from error
+
+    def _render(
+        self,
+        request: Request,
+        resource: ResourceType,
+        objects: list[dict[str, Any]],
+        *,
+        single: dict[str, Any] | None = None,
+        list_meta: dict[str, Any] | None = None,
+    ) -> Response:
+        if codec.wants_table(request.headers.get("accept")):
+            include = request.query_params.get("includeObject", "Metadata")
+            table = table_for(
+                resource,
+                objects,
+                self.clock.now(),
+                include_object=include,
+                list_meta=list_meta
+                or ({"resourceVersion": single["metadata"]["resourceVersion"]} if single else {}),
+            )
+            return json_response(table, content_type="application/json;as=Table;v=v1;g=meta.k8s.io")
+        if single is not None:
+            return json_response(single)
+        body = {
+            "kind": resource.list_kind,
+            "apiVersion": resource.api_version,
+            "metadata": list_meta or {},
+            "items": objects,
+        }
+        return json_response(body)
+
+    async def _list(self, request: Request, info: RequestInfo) -> Response:
+        labels, fields = self._selectors(request)
+        self._check_fields(info.resource, fields)
+        limit = _query_int(request, "limit") or 0
+        page = await self.registry.list(
+            info.resource,
+            info.namespace,
+            labels=labels,
+            fields=fields,
+            limit=max(limit, 0),
+            continue_token=request.query_params.get("continue") or None,
+            resource_version=request.query_params.get("resourceVersion", ""),
+        )
+        list_meta: dict[str, Any] = {"resourceVersion": page.resource_version}
+        if page.continue_token:
+            list_meta["continue"] = page.continue_token
+        return self._render(request, info.resource, page.items, list_meta=list_meta)
+
+    # ---- patch -----------------------------------------------------------------------------
+
+    async def _patch(self, request: Request, info: RequestInfo) -> Response:
+        content_type = codec.media_type(request.headers.get("content-type"))
+        if content_type not in codec.PATCH_TYPES:
+            raise APIError.unsupported_media_type(content_type)
+        raw = await request.body()
+        patch = codec.decode_body(
+            raw, "application/yaml" if content_type.endswith("yaml") else "application/json"
+        )
+        dry_run = self._dry_run(request)
+        if content_type == "application/apply-patch+yaml":
+            return await self._apply(request, info, patch, dry_run)
+
+        def mutate(current: dict[str, Any]) -> dict[str, Any]:
+            try:
+                if content_type == "application/json-patch+json":
+                    return apply_json_patch(current, patch)
+                if content_type == "application/merge-patch+json":
+                    if not isinstance(patch, dict):
+                        raise PatchError("merge patch must be a JSON object")
+                    merged = apply_merge_patch(current, patch)
+                    assert isinstance(merged, dict)
+                    return merged
+                return apply_strategic_merge_patch(current, patch)
+            except PatchError as error:
+                raise APIError.make(
+                    422 if content_type == "application/json-patch+json" else 400,
+                    "Invalid" if content_type == "application/json-patch+json" else "BadRequest",
+                    error.message,
+                ) from error
+
+        updated = await self.registry.guaranteed_update(
+            info.resource,
+            info.namespace,
+            info.name,
+            mutate,
+            subresource=info.subresource,
+            dry_run=dry_run,
+        )
+        return json_response(updated)
+
+    async def _apply(
+        self, request: Request, info: RequestInfo, patch: Any, dry_run: bool
+    ) -> Response:
+        """Server-side apply: create the object if missing, otherwise merge the applied
+        configuration into it (field ownership and conflicts are not tracked yet)."""
+        body = self._require_object(patch)
+        if request.query_params.get("fieldManager") in (None, ""):
+            raise APIError.bad_request(
+                "PATCH requests with apply patches must specify a fieldManager"
+            )
+        try:
+            await self.registry.get(info.resource, info.namespace, info.name)
+        except APIError as error:
+            if error.code != 404:
+                raise
+            body.setdefault("metadata", {}).setdefault("name", info.name)
+            created = await self.registry.create(
+                info.resource, info.namespace, body, dry_run=dry_run
+            )
+            return json_response(created, 201)
+        applied = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
+
+        def mutate(current: dict[str, Any]) -> dict[str, Any]:
+            merged = apply_merge_patch(current, applied)
+            assert isinstance(merged, dict)
+            return merged
+
+        updated = await self.registry.guaranteed_update(
+            info.resource,
+            info.namespace,
+            info.name,
+            mutate,
+            subresource=info.subresource,
+            dry_run=dry_run,
+        )
+        return json_response(updated)
+
+    # ---- delete ----------------------------------------------------------------------------
+
+    async def _delete_options(self, request: Request) -> dict[str, Any]:
+        options = await self._body(request)
+        options = options if isinstance(options, dict) else {}
+        grace = _query_int(request, "gracePeriodSeconds")
+        if grace is not None:
+            options["gracePeriodSeconds"] = grace
+        return options
+
+    async def _delete(self, request: Request, info: RequestInfo) -> Response:
+        options = await self._delete_options(request)
+        obj, gone = await self.registry.delete(
+            info.resource,
+            info.namespace,
+            info.name,
+            grace_period=options.get("gracePeriodSeconds"),
+            preconditions=options.get("preconditions"),
+            dry_run=self._dry_run(request),
+        )
+        if gone and info.resource.kind not in ("Pod",):
+            details: dict[str, Any] = {"name": info.name}
+            if info.resource.group:
+                details["group"] = info.resource.group
+            details["kind"] = info.resource.plural
+            details["uid"] = obj["metadata"].get("uid")
+            return json_response(success(200, details))
+        return json_response(obj)
+
+    async def _delete_collection(self, request: Request, info: RequestInfo) -> Response:
+        options = await self._delete_options(request)
+        labels, fields = self._selectors(request)
+        self._check_fields(info.resource, fields)
+        page = await self.registry.list(info.resource, info.namespace, labels=labels, fields=fields)
+        deleted = []
+        for obj in page.items:
+            try:
+                result, _ = await self.registry.delete(
+                    info.resource,
+                    obj["metadata"].get("namespace", ""),
+                    obj["metadata"]["name"],
+                    grace_period=options.get("gracePeriodSeconds"),
+                    dry_run=self._dry_run(request),
+                )
+            except APIError as error:
+                if error.code == 404:
+                    continue
+                raise
+            deleted.append(result)
+        return json_response(
+            {
+                "kind": info.resource.list_kind,
+                "apiVersion": info.resource.api_version,
+                "metadata": {"resourceVersion": page.resource_version},
+                "items": deleted,
+            }
+        )
+
+    # ---- watch -----------------------------------------------------------------------------
+
+    async def _watch(self, request: Request, info: RequestInfo) -> Response:
+        labels, fields = self._selectors(request)
+        self._check_fields(info.resource, fields)
+        timeout = _query_int(request, "timeoutSeconds")
+        bookmarks = request.query_params.get("allowWatchBookmarks") in ("true", "1")
+        table = codec.wants_table(request.headers.get("accept"))
+        resource_version = request.query_params.get("resourceVersion", "")
+        events = self.registry.watch(
+            info.resource,
+            info.namespace,
+            resource_version=resource_version,
+            labels=labels,
+            fields=fields,
+        )
+        stream = self._stream(
+            info.resource,
+            events,
+            table=table,
+            bookmarks=bookmarks,
+            timeout=timeout,
+            include=request.query_params.get("includeObject", "Metadata"),
+        )
+        content_type = (
+            "application/json;as=Table;v=v1;g=meta.k8s.io" if table else "application/json"
+        )
+        return StreamingResponse(stream, media_type=content_type)
+
+    async def _stream(
+        self,
+        resource: ResourceType,
+        events: AsyncIterator[Any],
+        *,
+        table: bool,
+        bookmarks: bool,
+        timeout: int | None,
+        include: str,
+    ) -> AsyncIterator[bytes]:
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        last_rv = "0"
+
+        async def pump() -> None:
+            try:
+                async for item in events:
+                    await queue.put(("event", item))
+            except APIError as error:
+                await queue.put(("error", error.status))
+            await queue.put(("end", None))
+
+        async def ticker(kind: str, seconds: float) -> None:
+            while True:
+                await self.clock.sleep(seconds)
+                await queue.put((kind, None))
+
+        tasks = [asyncio.create_task(pump())]
+        if timeout is not None and timeout > 0:
+            tasks.append(asyncio.create_task(ticker("end", timeout)))
+        if bookmarks:
+            tasks.append(asyncio.create_task(ticker("bookmark", self.bookmark_interval)))
+        first_table = True
+        try:
+            while True:
+                kind, payload = await queue.get()
+                if kind == "end":
+                    return
+                if kind == "error":
+                    yield codec.encode({"type": "ERROR", "object": payload}) + b"\n"
+                    return
+                if kind == "bookmark":
+                    bookmark = {
+                        "kind": resource.kind,
+                        "apiVersion": resource.api_version,
+                        "metadata": {"resourceVersion": last_rv},
+                    }
+                    yield codec.encode({"type": "BOOKMARK", "object": bookmark}) + b"\n"
+                    continue
+                last_rv = payload.object["metadata"]["resourceVersion"]
+                obj = payload.object
+                if table:
+                    obj = table_for(
+                        resource,
+                        [obj],
+                        self.clock.now(),
+                        include_object=include,
+                        with_definitions=first_table,
+                        list_meta={"resourceVersion": last_rv},
+                    )
+                    first_table = False
+                yield codec.encode({"type": payload.type, "object": obj}) + b"\n"
+        finally:
+            for task in tasks:
+                task.cancel()
+            await events.aclose() if hasattr(events, "aclose") else None

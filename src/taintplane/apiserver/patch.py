@@ -1,0 +1,214 @@
+"""The four patch types of ``PATCH`` requests.
+
+* JSON patch (RFC 6902), by the ``jsonpatch`` library;
+* JSON merge patch (RFC 7386): maps merge, ``null`` deletes, lists are replaced;
+* strategic merge patch, Kubernetes' own: like merge patch, but lists that have a *patch
+  merge key* in the Go types (``containers`` by ``name``, ``conditions`` by ``type`` …) merge
+  element by element, ``finalizers`` merge as a set, every other list is replaced whole (taints
+  and tolerations are such atomic lists), and the directives ``$patch``,
+  ``$setElementOrder/<list>``, ``$retainKeys`` and ``$deleteFromPrimitiveList/<list>`` apply;
+* apply patches are handled by server-side apply elsewhere.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonpatch
+
+__all__ = [
+    "MERGE_KEYS",
+    "PatchError",
+    "apply_json_patch",
+    "apply_merge_patch",
+    "apply_strategic_merge_patch",
+]
+
+#: Lists that merge element by element, keyed by the field that identifies an element.
+#: Names are list field names as they appear in the served kinds' Go types.
+MERGE_KEYS: dict[str, str] = {
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "volumes": "name",
+    "env": "name",
+    "volumeMounts": "mountPath",
+    "volumeDevices": "devicePath",
+    "ports": "containerPort",
+    "imagePullSecrets": "name",
+    "conditions": "type",
+    "addresses": "type",
+    "ownerReferences": "uid",
+    "hostAliases": "ip",
+    "resourceClaims": "name",
+    "topologySpreadConstraints": "topologyKey",
+    "readinessGates": "conditionType",
+    "schedulingGates": "name",
+}
+#: Primitive lists that merge as sets.
+MERGE_PRIMITIVE_LISTS = {"finalizers"}
+
+
+class PatchError(ValueError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def apply_json_patch(original: dict[str, Any], operations: object) -> dict[str, Any]:
+    if not isinstance(operations, list):
+        raise PatchError("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+    try:
+        result = jsonpatch.JsonPatch(operations).apply(copy.deepcopy(original))
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
+        raise PatchError(str(error)) from error
+    except (TypeError, KeyError, IndexError, AttributeError) as error:
+        raise PatchError(f"invalid JSON patch: {error}") from error
+    if not isinstance(result, dict):
+        raise PatchError("the patch did not produce an object")
+    return result
+
+
+def apply_merge_patch(original: Any, patch: Any) -> Any:
+    """RFC 7386."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(original) if isinstance(original, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = apply_merge_patch(result.get(key), value)
+    return result
+
+
+def apply_strategic_merge_patch(original: dict[str, Any], patch: object) -> dict[str, Any]:
+    if not isinstance(patch, dict):
+        raise PatchError("strategic merge patch must be a JSON object")
+    result = _merge_map(copy.deepcopy(original), patch)
+    if result is None:
+        return {}
+    return result
+
+
+def _merge_map(original: dict[str, Any] | None, patch: dict[str, Any]) -> dict[str, Any] | None:
+    directive = patch.get("$patch")
+    if directive == "delete":
+        return None
+    body = {k: v for k, v in patch.items() if k != "$patch"}
+    if directive == "replace":
+        replaced: dict[str, Any] = _strip_directives(body)
+        return replaced
+    if directive is not None:
+        raise PatchError(f"Unknown patch type: {directive}")
+    result = dict(original) if isinstance(original, dict) else {}
+    retain = body.pop("$retainKeys", None)
+    orders: dict[str, list[Any]] = {}
+    deletions: dict[str, list[Any]] = {}
+    for key in list(body):
+        if key.startswith("$setElementOrder/"):
+            orders[key.split("/", 1)[1]] = body.pop(key)
+        elif key.startswith("$deleteFromPrimitiveList/"):
+            deletions[key.split("/", 1)[1]] = body.pop(key)
+    for key, value in body.items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, dict):
+            merged = _merge_map(
+                result.get(key) if isinstance(result.get(key), dict) else None, value
+            )
+            if merged is None:
+                result.pop(key, None)
+            else:
+                result[key] = merged
+        elif isinstance(value, list):
+            result[key] = _merge_list(key, result.get(key), value)
+        else:
+            result[key] = value
+    for key, values in deletions.items():
+        if isinstance(result.get(key), list):
+            result[key] = [v for v in result[key] if v not in values]
+    for key, order in orders.items():
+        if isinstance(result.get(key), list):
+            result[key] = _reorder(key, result[key], order)
+    if isinstance(retain, list):
+        result = {k: v for k, v in result.items() if k in retain}
+    return result
+
+
+def _merge_list(field: str, original: object, patch: list[Any]) -> list[Any]:
+    current = list(original) if isinstance(original, list) else []
+    if field in MERGE_PRIMITIVE_LISTS:
+        merged = list(current)
+        for item in patch:
+            if item not in merged:
+                merged.append(item)
+        return merged
+    key = MERGE_KEYS.get(field)
+    if key is None:
+        replacement: list[Any] = _strip_directives(patch)
+        return replacement
+    if any(isinstance(item, dict) and item.get("$patch") == "replace" for item in patch):
+        return [_strip_directives(i) for i in patch if not (isinstance(i, dict) and "$patch" in i)]
+    merged = list(current)
+    for item in patch:
+        if not isinstance(item, dict):
+            raise PatchError(f"a list of {field} merges by {key}: every element must be an object")
+        if key not in item:
+            raise PatchError(f"map: {item} does not contain declared merge key: {key}")
+        index = next(
+            (
+                i
+                for i, existing in enumerate(merged)
+                if isinstance(existing, dict) and existing.get(key) == item[key]
+            ),
+            None,
+        )
+        if item.get("$patch") == "delete":
+            if index is not None:
+                del merged[index]
+            continue
+        if index is None:
+            merged.append(_strip_directives(item))
+        else:
+            merged_item = _merge_map(merged[index], item)
+            if merged_item is None:
+                del merged[index]
+            else:
+                merged[index] = merged_item
+    return merged
+
+
+def _reorder(field: str, items: list[Any], order: list[Any]) -> list[Any]:
+    key = MERGE_KEYS.get(field)
+
+    def identity(item: Any) -> Any:
+        if key is not None and isinstance(item, dict):
+            return item.get(key)
+        return item
+
+    wanted = [identity(o) if isinstance(o, dict) else o for o in order]
+    if key is not None:
+        wanted = [o.get(key) if isinstance(o, dict) else o for o in order]
+    position = {value: i for i, value in enumerate(wanted)}
+    listed = sorted(
+        (i for i in items if identity(i) in position), key=lambda i: position[identity(i)]
+    )
+    return listed + [i for i in items if identity(i) not in position]
+
+
+def _strip_directives(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _strip_directives(v)
+            for k, v in value.items()
+            if not (
+                k == "$patch"
+                or k.startswith(("$setElementOrder/", "$retainKeys", "$deleteFromPrimitiveList/"))
+            )
+            and v is not None
+        }
+    if isinstance(value, list):
+        return [_strip_directives(v) for v in value]
+    return value

@@ -1,0 +1,533 @@
+"""Generic storage of API objects over a ``Store``: what every resource has in common.
+
+Objects are plain JSON dicts. On the way in, the registry fills in system metadata (uid,
+creationTimestamp, generation), applies the kind's strategy (defaults, what a request may
+change, validation) and writes through the store with the right precondition. On the way
+out, it injects ``metadata.resourceVersion`` from the store revision, which is never stored.
+It knows nothing about HTTP: the handlers translate requests into these calls.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import secrets
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import orjson
+
+from taintplane.api.decoding import DecodeError, format_time
+from taintplane.api.features import FeatureGates
+from taintplane.api.scheme import SCHEME, ResourceType, Scheme
+from taintplane.api.selectors import FieldSelector, LabelSelector
+from taintplane.apiserver.status import APIError, from_store_error
+from taintplane.apiserver.strategies import Strategy, strategy_for
+from taintplane.apiserver.strategies.base import meta
+from taintplane.clock import Clock
+from taintplane.store import errors as store_errors
+from taintplane.store.interface import KV, EventType, Store
+
+__all__ = ["Admit", "ListPage", "Registry", "WatchItem"]
+
+_NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+#: An admission hook: (operation, resource, namespace, new object or None, old or None).
+Admit = Callable[
+    [str, ResourceType, str, dict[str, Any] | None, dict[str, Any] | None], Awaitable[None]
+]
+
+
+async def _admit_nothing(*_: object) -> None:
+    return None
+
+
+@dataclass
+class ListPage:
+    items: list[dict[str, Any]]
+    resource_version: str
+    continue_token: str | None
+
+
+@dataclass
+class WatchItem:
+    type: str
+    object: dict[str, Any]
+
+
+def _encode_continue(revision: int, key: str) -> str:
+    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": key})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_continue(token: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = orjson.loads(raw)
+        return int(data["rv"]), str(data["start"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise APIError.bad_request(f"continue key is not valid: {error}") from error
+
+
+class Registry:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        features: FeatureGates | None = None,
+        scheme: Scheme = SCHEME,
+        admit: Admit = _admit_nothing,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.features = features or FeatureGates()
+        self.scheme = scheme
+        self.admit = admit
+        self._strategies = {rt: strategy_for(rt, self.features) for rt in scheme}
+
+    def strategy(self, resource: ResourceType) -> Strategy:
+        return self._strategies[resource]
+
+    # ---- encoding --------------------------------------------------------------------------
+
+    @staticmethod
+    def _decode(kv: KV) -> dict[str, Any]:
+        obj: dict[str, Any] = orjson.loads(kv.value)
+        meta(obj)["resourceVersion"] = str(kv.mod_revision)
+        return obj
+
+    @staticmethod
+    def _encode(obj: dict[str, Any]) -> bytes:
+        stored = dict(obj)
+        stored["metadata"] = {k: v for k, v in meta(obj).items() if k != "resourceVersion"}
+        return orjson.dumps(stored)
+
+    def _key(self, resource: ResourceType, namespace: str, name: str) -> str:
+        return resource.storage_key(namespace, name)
+
+    def _prefix(self, resource: ResourceType, namespace: str) -> str:
+        prefix = resource.storage_prefix()
+        return f"{prefix}{namespace}/" if resource.namespaced and namespace else prefix
+
+    # ---- reads -----------------------------------------------------------------------------
+
+    async def get(self, resource: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        kv = await self.store.get(self._key(resource, namespace, name))
+        if kv is None:
+            raise APIError.not_found(resource, name)
+        return self._decode(kv)
+
+    async def list(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        *,
+        labels: LabelSelector | None = None,
+        fields: FieldSelector | None = None,
+        limit: int = 0,
+        continue_token: str | None = None,
+        resource_version: str = "",
+    ) -> ListPage:
+        strategy = self.strategy(resource)
+        revision = 0
+        after: str | None = None
+        if continue_token:
+            revision, after = _decode_continue(continue_token)
+        elif resource_version not in ("", "0"):
+            revision = _parse_rv(resource_version)
+            current = await self.store.current_revision()
+            if revision > current:
+                raise from_store_error(store_errors.FutureRevision(revision, current), resource, "")
+            revision = 0  # NotOlderThan: the latest state is never older
+        prefix = self._prefix(resource, namespace)
+        items: list[dict[str, Any]] = []
+        page_size = max(limit, 500) if limit else 0
+        while True:
+            try:
+                page = await self.store.list(
+                    prefix, revision=revision, limit=page_size, continue_after=after
+                )
+            except store_errors.Compacted as error:
+                raise APIError.gone(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter, or use "
+                    f"the continue token in this response to retrieve the remainder of the "
+                    f"results. ({error})"
+                ) from error
+            revision = page.revision
+            for kv in page.items:
+                obj = self._decode(kv)
+                if labels is not None and not labels.matches(meta(obj).get("labels")):
+                    continue
+                if fields is not None and not fields.matches(strategy.field_values(obj)):
+                    continue
+                items.append(obj)
+                if limit and len(items) == limit:
+                    more = kv.key != page.items[-1].key or page.continue_after is not None
+                    token = _encode_continue(revision, kv.key) if more else None
+                    return ListPage(items, str(revision), token)
+            if page.continue_after is None:
+                return ListPage(items, str(revision), None)
+            after = page.continue_after
+
+    # ---- create ----------------------------------------------------------------------------
+
+    async def create(
+        self, resource: ResourceType, namespace: str, body: dict[str, Any], *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        obj = copy.deepcopy(body)
+        self._check_type(resource, obj)
+        metadata = meta(obj)
+        if resource.namespaced:
+            if metadata.get("namespace") and metadata["namespace"] != namespace:
+                raise APIError.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request"
+                )
+            metadata["namespace"] = namespace
+        if not metadata.get("name") and metadata.get("generateName"):
+            metadata["name"] = str(metadata["generateName"]) + "".join(
+                secrets.choice(_NAME_SUFFIX_ALPHABET) for _ in range(5)
+            )
+        if metadata.get("resourceVersion"):
+            raise APIError.bad_request("resourceVersion should not be set on objects to be created")
+        name = str(metadata.get("name") or "")
+        strategy = self.strategy(resource)
+        for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            metadata.pop(field, None)
+        metadata["uid"] = str(uuid.uuid4())
+        metadata["creationTimestamp"] = format_time(self.clock.now())
+        obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
+        self._run_strategy(resource, name, lambda: strategy.default(obj))
+        strategy.prepare_for_create(obj)
+        if resource.namespaced:
+            await self._check_namespace_open(resource, namespace, name)
+        await self.admit("CREATE", resource, namespace, obj, None)
+        self._validate(resource, name, lambda: strategy.validate(obj))
+        if dry_run:
+            return obj
+        try:
+            revision = await self.store.create(
+                self._key(resource, namespace, name), self._encode(obj)
+            )
+        except store_errors.StoreError as error:
+            raise from_store_error(error, resource, name) from error
+        metadata["resourceVersion"] = str(revision)
+        return obj
+
+    async def _check_namespace_open(
+        self, resource: ResourceType, namespace: str, name: str
+    ) -> None:
+        ns_type = self.scheme.lookup("", "v1", "namespaces")
+        assert ns_type is not None
+        kv = await self.store.get(self._key(ns_type, "", namespace))
+        if kv is None:
+            raise APIError.not_found(ns_type, namespace)
+        if meta(self._decode(kv)).get("deletionTimestamp"):
+            raise APIError.forbidden(
+                resource,
+                name,
+                f"unable to create new content in namespace {namespace} because it is being "
+                "terminated",
+            )
+
+    # ---- update ----------------------------------------------------------------------------
+
+    async def update(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        body: dict[str, Any],
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        new = copy.deepcopy(body)
+        self._check_type(resource, new)
+        body_name = meta(new).get("name")
+        if body_name and body_name != name:
+            raise APIError.bad_request(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )
+        precondition = meta(new).get("resourceVersion") or None
+        old = await self.get(resource, namespace, name)
+        if precondition is not None and precondition != meta(old)["resourceVersion"]:
+            raise from_store_error(store_errors.Conflict(name, 0), resource, name)
+        return await self._write_update(resource, namespace, name, new, old, subresource, dry_run)
+
+    async def guaranteed_update(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        mutate: Callable[[dict[str, Any]], dict[str, Any]],
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Read, ``mutate`` a copy, write; retried on conflicts unless the result pins a
+        resourceVersion (then a stale one is the caller's conflict)."""
+        for _ in range(32):
+            old = await self.get(resource, namespace, name)
+            new = mutate(copy.deepcopy(old))
+            self._check_type(resource, new)
+            pinned = meta(new).get("resourceVersion")
+            if pinned and pinned != meta(old)["resourceVersion"]:
+                raise from_store_error(store_errors.Conflict(name, 0), resource, name)
+            try:
+                return await self._write_update(
+                    resource, namespace, name, new, old, subresource, dry_run
+                )
+            except APIError as error:
+                if error.status.get("reason") != "Conflict" or pinned:
+                    raise
+        raise APIError.conflict(resource, name, "too many concurrent updates; try again")
+
+    async def _write_update(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        new: dict[str, Any],
+        old: dict[str, Any],
+        subresource: str,
+        dry_run: bool,
+    ) -> dict[str, Any]:
+        strategy = self.strategy(resource)
+        new_meta, old_meta = meta(new), meta(old)
+        new_meta["name"] = name
+        if resource.namespaced:
+            new_meta["namespace"] = namespace
+        for field in _SYSTEM_FIELDS:
+            if field in old_meta:
+                new_meta[field] = old_meta[field]
+            else:
+                new_meta.pop(field, None)
+        new["apiVersion"], new["kind"] = resource.api_version, resource.kind
+        self._run_strategy(resource, name, lambda: strategy.default(new))
+        if subresource == "status":
+            strategy.prepare_for_status_update(new, old)
+            check = strategy.validate_status_update
+        elif subresource == "binding":
+            # Binding sets spec.nodeName and a status condition: its own rules, checked by
+            # the caller, and neither the spec nor the status update rules apply.
+            def check(new: dict[str, Any], old: dict[str, Any]) -> list[Any]:
+                return []
+        else:
+            strategy.prepare_for_update(new, old)
+            check = strategy.validate_update
+        await self.admit("UPDATE", resource, namespace, new, old)
+        self._validate(resource, name, lambda: check(new, old))
+        new_meta["resourceVersion"] = old_meta["resourceVersion"]
+        if new == old:
+            return old  # a no-op update does not write (and keeps the resourceVersion)
+        if dry_run:
+            return new
+        key = self._key(resource, namespace, name)
+        if old_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
+            # The last finalizer is gone from an object being deleted: it goes now.
+            await self._delete_now(resource, namespace, name, key, int(old_meta["resourceVersion"]))
+            return new
+        try:
+            revision = await self.store.update(
+                key, self._encode(new), int(old_meta["resourceVersion"])
+            )
+        except store_errors.StoreError as error:
+            raise from_store_error(error, resource, name) from error
+        new_meta["resourceVersion"] = str(revision)
+        return new
+
+    # ---- delete ----------------------------------------------------------------------------
+
+    async def delete(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        *,
+        grace_period: int | None = None,
+        preconditions: dict[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> tuple[dict[str, Any], bool]:
+        """Delete, or start a graceful deletion. Returns the object and whether it is gone."""
+        obj = await self.get(resource, namespace, name)
+        metadata = meta(obj)
+        preconditions = preconditions or {}
+        if preconditions.get("uid") and preconditions["uid"] != metadata.get("uid"):
+            raise APIError.conflict(
+                resource,
+                name,
+                f"Precondition failed: UID in precondition: {preconditions['uid']}, "
+                f"UID in object meta: {metadata.get('uid')}",
+            )
+        if (
+            preconditions.get("resourceVersion")
+            and preconditions["resourceVersion"] != metadata["resourceVersion"]
+        ):
+            raise APIError.conflict(
+                resource,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: "
+                f"{preconditions['resourceVersion']}, ResourceVersion in object meta: "
+                f"{metadata['resourceVersion']}",
+            )
+        await self.admit("DELETE", resource, namespace, None, obj)
+        grace = self.strategy(resource).grace_period_seconds(obj, grace_period)
+        finalizers = metadata.get("finalizers") or []
+        if resource.kind == "Namespace":
+            finalizers = [*finalizers, *((obj.get("spec") or {}).get("finalizers") or [])]
+        if grace > 0 or finalizers:
+            if metadata.get("deletionTimestamp") and grace >= int(
+                metadata.get("deletionGracePeriodSeconds") or 0
+            ):
+                return obj, False  # already being deleted, no sooner than now
+            if dry_run:
+                return obj, False
+            metadata["deletionTimestamp"] = format_time(self.clock.now() + timedelta(seconds=grace))
+            metadata["deletionGracePeriodSeconds"] = grace
+            if resource.kind == "Namespace":
+                obj.setdefault("status", {})["phase"] = "Terminating"
+            key = self._key(resource, namespace, name)
+            try:
+                revision = await self.store.update(
+                    key, self._encode(obj), int(metadata["resourceVersion"])
+                )
+            except store_errors.StoreError as error:
+                raise from_store_error(error, resource, name) from error
+            metadata["resourceVersion"] = str(revision)
+            return obj, False
+        if dry_run:
+            return obj, True
+        key = self._key(resource, namespace, name)
+        revision = await self._delete_now(
+            resource, namespace, name, key, int(metadata["resourceVersion"])
+        )
+        metadata["resourceVersion"] = str(revision)
+        return obj, True
+
+    async def remove(self, resource: ResourceType, namespace: str, name: str) -> None:
+        """Delete at once, ignoring grace periods and finalizers (for the system's own use:
+        finishing a namespace, collecting a pod whose node is gone)."""
+        key = self._key(resource, namespace, name)
+        try:
+            await self.store.delete(key)
+        except store_errors.StoreError as error:
+            raise from_store_error(error, resource, name) from error
+
+    async def _delete_now(
+        self, resource: ResourceType, namespace: str, name: str, key: str, expected: int
+    ) -> int:
+        try:
+            revision, _ = await self.store.delete(key, expected)
+        except store_errors.StoreError as error:
+            raise from_store_error(error, resource, name) from error
+        return revision
+
+    # ---- watch -----------------------------------------------------------------------------
+
+    async def watch(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        *,
+        resource_version: str = "",
+        labels: LabelSelector | None = None,
+        fields: FieldSelector | None = None,
+    ) -> AsyncIterator[WatchItem]:
+        """Changes after ``resource_version``; from "" or "0", the current objects as ADDED
+        first. Selectors turn moves in and out of the selection into ADDED and DELETED."""
+        strategy = self.strategy(resource)
+
+        def selected(obj: dict[str, Any] | None) -> bool:
+            if obj is None:
+                return False
+            if labels is not None and not labels.matches(meta(obj).get("labels")):
+                return False
+            return fields is None or fields.matches(strategy.field_values(obj))
+
+        if resource_version in ("", "0"):
+            page = await self.list(resource, namespace, labels=labels, fields=fields)
+            for obj in page.items:
+                yield WatchItem("ADDED", obj)
+            after = int(page.resource_version)
+        else:
+            after = _parse_rv(resource_version)
+        watch = self.store.watch(self._prefix(resource, namespace), after)
+        try:
+            async for event in watch:
+                obj = orjson.loads(event.value)
+                meta(obj)["resourceVersion"] = str(event.revision)
+                previous = orjson.loads(event.prev_value) if event.prev_value is not None else None
+                now_in = event.type is not EventType.DELETED and selected(obj)
+                was_in = event.type is not EventType.ADDED and selected(previous)
+                if event.type is EventType.DELETED:
+                    was_in = selected(obj)
+                if now_in and was_in:
+                    yield WatchItem("MODIFIED", obj)
+                elif now_in:
+                    yield WatchItem("ADDED", obj)
+                elif was_in:
+                    yield WatchItem("DELETED", obj)
+        except store_errors.Compacted as error:
+            raise from_store_error(error, resource, "") from error
+        finally:
+            watch.close()
+
+    # ---- helpers ---------------------------------------------------------------------------
+
+    def _check_type(self, resource: ResourceType, obj: dict[str, Any]) -> None:
+        if not isinstance(obj.get("metadata", {}), dict):
+            raise APIError.bad_request(
+                f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+                f"{resource.kind}: json: cannot unmarshal into Go struct field "
+                f"{resource.kind}.metadata of type v1.ObjectMeta"
+            )
+        kind, api_version = obj.get("kind"), obj.get("apiVersion")
+        if (kind and kind != resource.kind) or (
+            api_version and api_version != resource.api_version
+        ):
+            raise APIError.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API "
+                f"version ({resource.api_version})"
+                if api_version != resource.api_version
+                else f"the kind in the data ({kind}) does not match the expected kind "
+                f"({resource.kind})"
+            )
+
+    def _run_strategy(self, resource: ResourceType, name: str, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except DecodeError as error:
+            raise _cannot_handle(resource, error) from error
+
+    def _validate(
+        self, resource: ResourceType, name: str, check: Callable[[], Sequence[Any]]
+    ) -> None:
+        try:
+            errors = check()
+        except DecodeError as error:
+            raise _cannot_handle(resource, error) from error
+        if errors:
+            raise APIError.invalid(resource, name, errors)
+
+
+def _cannot_handle(resource: ResourceType, error: DecodeError) -> APIError:
+    return APIError.bad_request(
+        f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+        f"{resource.kind}: {error.message}"
+    )
+
+
+def _parse_rv(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise APIError.bad_request(f"invalid resource version: {text}")
+    return value

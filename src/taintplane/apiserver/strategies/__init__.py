@@ -1,0 +1,44 @@
+"""Per-kind strategies, looked up by resource type."""
+
+from __future__ import annotations
+
+from taintplane.api.features import FeatureGates
+from taintplane.api.scheme import ResourceType
+from taintplane.apiserver.strategies.base import Strategy
+from taintplane.apiserver.strategies.core import (
+    EventStrategy,
+    NamespaceStrategy,
+    NodeStrategy,
+    RbacStrategy,
+    RuntimeClassStrategy,
+)
+from taintplane.apiserver.strategies.pods import PodStrategy
+
+__all__ = ["Strategy", "strategy_for"]
+
+_BY_KIND: dict[tuple[str, str], type[Strategy]] = {
+    ("", "Pod"): PodStrategy,
+    ("", "Node"): NodeStrategy,
+    ("", "Namespace"): NamespaceStrategy,
+    ("", "Event"): EventStrategy,
+    ("node.k8s.io", "RuntimeClass"): RuntimeClassStrategy,
+    ("rbac.authorization.k8s.io", "Role"): RbacStrategy,
+    ("rbac.authorization.k8s.io", "RoleBinding"): RbacStrategy,
+    ("rbac.authorization.k8s.io", "ClusterRole"): RbacStrategy,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): RbacStrategy,
+}
+_TRACKS_GENERATION = {
+    "Deployment",
+    "ReplicaSet",
+    "DaemonSet",
+    "PodDisruptionBudget",
+    "DeviceTaintRule",
+}
+
+
+def strategy_for(resource: ResourceType, features: FeatureGates) -> Strategy:
+    cls = _BY_KIND.get((resource.group, resource.kind), Strategy)
+    strategy = cls(resource, features)
+    if resource.kind in _TRACKS_GENERATION:
+        strategy.tracks_generation = True
+    return strategy

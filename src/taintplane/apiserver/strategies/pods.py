@@ -1,0 +1,215 @@
+"""Pods: defaulting, status on create, validation of create and update, graceful deletion."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from taintplane.api import names
+from taintplane.api.field import FieldError, Path
+from taintplane.api.tolerations import parse_tolerations
+from taintplane.api.validation import (
+    comparison_operators_allowed,
+    validate_labels,
+    validate_toleration_update,
+    validate_tolerations,
+)
+from taintplane.apiserver.strategies.base import Strategy, spec_of
+
+__all__ = ["PodStrategy"]
+
+DEFAULT_GRACE_SECONDS = 30
+UPDATABLE_FIELDS = (
+    "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+    "`spec.tolerations` (only additions to existing tolerations),"
+    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
+)
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+
+
+def _default_container(container: dict[str, Any]) -> None:
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    image = str(container.get("image") or "")
+    if "imagePullPolicy" not in container:
+        last = image.rsplit("/", 1)[-1]
+        tagged = ":" in last and not last.endswith(":latest")
+        container["imagePullPolicy"] = "IfNotPresent" if tagged or "@" in image else "Always"
+    container.setdefault("resources", {})
+
+
+def qos_class(spec: Mapping[str, Any]) -> str:
+    """``GetPodQOS``: BestEffort, Guaranteed or Burstable from the containers' resources."""
+    containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
+    any_set = False
+    guaranteed = True
+    for container in containers:
+        resources = container.get("resources") or {}
+        requests = resources.get("requests") or {}
+        limits = resources.get("limits") or {}
+        if requests or limits:
+            any_set = True
+        for resource in ("cpu", "memory"):
+            if (
+                resource not in limits
+                or requests.get(resource, limits[resource]) != limits[resource]
+            ):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+class PodStrategy(Strategy):
+    def default(self, obj: dict[str, Any]) -> None:
+        spec = obj.setdefault("spec", {})
+        if not isinstance(spec, dict):
+            return
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+        spec.setdefault("securityContext", {})
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("enableServiceLinks", True)
+        for key in ("containers", "initContainers"):
+            for container in spec.get(key) or []:
+                if isinstance(container, dict):
+                    _default_container(container)
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec_of(obj))}
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        errors = self.validate_object_meta(obj)
+        return errors + self._validate_spec(
+            obj, comparison_operators=self.features.comparison_operators
+        )
+
+    def _validate_spec(
+        self, obj: dict[str, Any], *, comparison_operators: bool
+    ) -> list[FieldError]:
+        spec = spec_of(obj)
+        path = Path.root("spec")
+        errors: list[FieldError] = []
+        containers = spec.get("containers") or []
+        if not containers:
+            errors.append(FieldError.required(path.child("containers")))
+        seen: set[str] = set()
+        for key in ("initContainers", "containers"):
+            for i, container in enumerate(spec.get(key) or []):
+                at = path.child(key).index(i)
+                name = str(container.get("name") or "") if isinstance(container, dict) else ""
+                if not name:
+                    errors.append(FieldError.required(at.child("name")))
+                elif name in seen:
+                    errors.append(FieldError.duplicate(at.child("name"), name))
+                else:
+                    seen.add(name)
+                if isinstance(container, dict) and not container.get("image"):
+                    errors.append(FieldError.required(at.child("image")))
+        policy = spec.get("restartPolicy")
+        if policy not in RESTART_POLICIES:
+            errors.append(
+                FieldError.not_supported(path.child("restartPolicy"), policy, RESTART_POLICIES)
+            )
+        selector = spec.get("nodeSelector") or {}
+        if isinstance(selector, dict):
+            errors += validate_labels(
+                {str(k): str(v) for k, v in selector.items()}, path.child("nodeSelector")
+            )
+        node_name = spec.get("nodeName") or ""
+        if node_name:
+            errors += [
+                FieldError.invalid(path.child("nodeName"), node_name, m)
+                for m in names.is_dns1123_subdomain(str(node_name))
+            ]
+        tolerations = parse_tolerations(spec.get("tolerations"), path.child("tolerations"))
+        if tolerations:
+            errors += validate_tolerations(
+                tolerations, path.child("tolerations"), comparison_operators=comparison_operators
+            )
+        return errors
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        old_tolerations = parse_tolerations(
+            spec_of(old).get("tolerations"), Path.root("spec", "tolerations")
+        )
+        allowed = comparison_operators_allowed(self.features.comparison_operators, old_tolerations)
+        errors = self.validate_object_meta(new) + self._validate_spec(
+            new, comparison_operators=allowed
+        )
+        path = Path.root("spec", "tolerations")
+        new_tolerations = parse_tolerations(spec_of(new).get("tolerations"), path)
+        errors += validate_toleration_update(
+            new_tolerations, old_tolerations, path, comparison_operators=allowed
+        )
+        if _munged(spec_of(new), spec_of(old)) != spec_of(old):
+            diff = _diff(spec_of(old), _munged(spec_of(new), spec_of(old)))
+            errors.append(
+                FieldError.forbidden(
+                    Path.root("spec"),
+                    f"pod updates may not change fields other than {UPDATABLE_FIELDS}\n{diff}",
+                )
+            )
+        return errors
+
+    def field_values(self, obj: Mapping[str, Any]) -> dict[str, str]:
+        fields = super().field_values(obj)
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        fields.update(
+            {
+                "spec.nodeName": str(spec.get("nodeName") or ""),
+                "spec.restartPolicy": str(spec.get("restartPolicy") or ""),
+                "spec.schedulerName": str(spec.get("schedulerName") or ""),
+                "spec.serviceAccountName": str(spec.get("serviceAccountName") or ""),
+                "spec.hostNetwork": "true" if spec.get("hostNetwork") else "false",
+                "status.phase": str(status.get("phase") or ""),
+                "status.podIP": str(status.get("podIP") or ""),
+                "status.nominatedNodeName": str(status.get("nominatedNodeName") or ""),
+            }
+        )
+        return fields
+
+    def grace_period_seconds(self, obj: Mapping[str, Any], requested: int | None) -> int:
+        spec = obj.get("spec") or {}
+        phase = (obj.get("status") or {}).get("phase")
+        # An unscheduled or finished pod has nothing to stop: it goes at once.
+        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+            return 0
+        if requested is not None:
+            return max(requested, 0)
+        configured = spec.get("terminationGracePeriodSeconds")
+        return (
+            int(configured)
+            if isinstance(configured, int) and configured >= 0
+            else DEFAULT_GRACE_SECONDS
+        )
+
+
+def _munged(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+    """The new spec with the fields a pod update may change copied from the old one."""
+    munged: dict[str, Any] = json.loads(json.dumps(new))
+    for key in ("containers", "initContainers"):
+        old_list, new_list = old.get(key) or [], munged.get(key) or []
+        if len(old_list) == len(new_list):
+            for old_c, new_c in zip(old_list, new_list, strict=True):
+                if isinstance(new_c, dict) and isinstance(old_c, dict) and "image" in old_c:
+                    new_c["image"] = old_c["image"]
+    for key in ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"):
+        if key in old:
+            munged[key] = old[key]
+        else:
+            munged.pop(key, None)
+    return munged
+
+
+def _diff(old: dict[str, Any], new: dict[str, Any]) -> str:
+    lines = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) != new.get(key):
+            lines.append(f"- {key}: {json.dumps(old.get(key))}")
+            lines.append(f"+ {key}: {json.dumps(new.get(key))}")
+    return "\n".join(lines)

@@ -1,0 +1,121 @@
+"""``taintplane up`` and ``taintplane serve``: run the cluster (or the API server alone)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import time
+from pathlib import Path
+
+import click
+
+from taintplane.api.features import FeatureGates, UnknownFeatureGateError
+from taintplane.sim.cluster import Cluster, ClusterConfig, StoreSpecError
+
+__all__ = ["serve_command", "up_command"]
+
+
+def _options(function: click.decorators.FC) -> click.decorators.FC:
+    decorators = [
+        click.option(
+            "--data-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=Path(".taintplane"),
+            show_default=True,
+            help="Where the state, the kubeconfig and logs live.",
+        ),
+        click.option(
+            "--port",
+            type=click.IntRange(0, 65535),
+            default=6443,
+            show_default=True,
+            help="Port of the API server on 127.0.0.1 (0 picks a free one).",
+        ),
+        click.option(
+            "--store",
+            "store_spec",
+            metavar="sqlite:PATH",
+            help="Storage backend; default sqlite:DATA_DIR/state.db.",
+        ),
+        click.option(
+            "--sync",
+            type=click.Choice(["normal", "full"]),
+            default="normal",
+            show_default=True,
+            help="SQLite durability: 'full' also survives power loss, more slowly.",
+        ),
+        click.option(
+            "--feature-gates",
+            default="",
+            metavar="A=true,B=false",
+            help="Kubernetes feature gates, e.g. TaintTolerationComparisonOperators=true.",
+        ),
+    ]
+    for decorator in reversed(decorators):
+        function = decorator(function)
+    return function
+
+
+def _run(
+    data_dir: Path, port: int, store_spec: str | None, sync: str, feature_gates: str, what: str
+) -> None:
+    started = time.perf_counter()  # wall time of start-up, for the user
+    try:
+        features = FeatureGates.parse(feature_gates)
+    except (ValueError, UnknownFeatureGateError) as error:
+        raise click.UsageError(f"--feature-gates: {error}") from error
+    config = ClusterConfig(
+        data_dir=data_dir,
+        port=port,
+        store=store_spec,
+        synchronous="FULL" if sync == "full" else "NORMAL",
+        features=features,
+    )
+    cluster = Cluster(config)
+    try:
+        cluster.bind()
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise click.ClickException(
+                f"port {port} on 127.0.0.1 is in use (another taintplane?): "
+                "stop it or pass --port with a free port (or 0 for any)"
+            ) from error
+        raise click.ClickException(
+            f"cannot listen on 127.0.0.1:{port}: {error.strerror}"
+        ) from error
+
+    async def main() -> None:
+        try:
+            await cluster.start()
+        except StoreSpecError as error:
+            raise click.UsageError(f"--store: {error}") from error
+        elapsed = time.perf_counter() - started
+        click.echo(f"taintplane {what} is up in {elapsed:.2f} s, serving {cluster.url}")
+        click.echo(f"export KUBECONFIG={cluster.kubeconfig_path.resolve()}")
+        try:
+            await cluster.serve()
+        finally:
+            await cluster.close()
+
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a user stops it
+        asyncio.run(main())
+    click.echo("taintplane stopped")
+
+
+@click.command("up")
+@_options
+def up_command(
+    data_dir: Path, port: int, store_spec: str | None, sync: str, feature_gates: str
+) -> None:
+    """Run a whole local cluster (API server on an embedded SQLite store)."""
+    _run(data_dir, port, store_spec, sync, feature_gates, "cluster")
+
+
+@click.command("serve")
+@_options
+def serve_command(
+    data_dir: Path, port: int, store_spec: str | None, sync: str, feature_gates: str
+) -> None:
+    """Run the API server alone (for a split deployment)."""
+    _run(data_dir, port, store_spec, sync, feature_gates, "API server")

@@ -1,0 +1,1 @@
+"""Composition: the in-process cluster that ``taintplane up`` and the tests run."""

@@ -1,0 +1,168 @@
+"""The ``Cluster`` composition root: store, API server and HTTP listener in one process.
+
+``taintplane up`` runs one in the foreground; tests run one in a background thread through
+:func:`running_cluster`. Later components (scheduler, controllers, simulated nodes) join here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import uvicorn
+
+from taintplane.api.features import FeatureGates
+from taintplane.apiserver.app import APIServer
+from taintplane.clock import Clock, RealClock
+from taintplane.sim.kubeconfig import write_kubeconfig
+from taintplane.store.sqlite import SqliteStore
+
+__all__ = ["Cluster", "ClusterConfig", "StoreSpecError", "parse_store_spec", "running_cluster"]
+
+
+class StoreSpecError(ValueError):
+    pass
+
+
+def parse_store_spec(spec: str | None, data_dir: Path) -> Path:
+    """``sqlite:PATH`` (the only backend so far); the default is ``DATA_DIR/state.db``."""
+    if not spec:
+        return data_dir / "state.db"
+    kind, sep, rest = spec.partition(":")
+    if kind == "sqlite" and sep and rest:
+        return Path(rest)
+    if kind == "etcd" or spec.startswith("etcd://"):
+        raise StoreSpecError(
+            f"store {spec!r}: the etcd backend is not available yet; use sqlite:PATH"
+        )
+    raise StoreSpecError(
+        f"store {spec!r} is not understood: use sqlite:PATH, e.g. sqlite:./state.db"
+    )
+
+
+@dataclass
+class ClusterConfig:
+    data_dir: Path
+    port: int = 6443
+    host: str = "127.0.0.1"
+    store: str | None = None
+    synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+    features: FeatureGates = field(default_factory=FeatureGates)
+
+
+class Cluster:
+    def __init__(self, config: ClusterConfig, clock: Clock | None = None) -> None:
+        self.config = config
+        self.clock = clock or RealClock()
+        self.store: SqliteStore | None = None
+        self.apiserver: APIServer | None = None
+        self._server: uvicorn.Server | None = None
+        self._socket: socket.socket | None = None
+        self.port = config.port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.host}:{self.port}"
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.config.data_dir / "kubeconfig"
+
+    def bind(self) -> None:
+        """Take the listening socket (early, so a busy port fails before anything starts)."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.config.host, self.config.port))
+        except OSError:
+            sock.close()
+            raise
+        sock.listen(512)
+        sock.setblocking(False)
+        self._socket = sock
+        self.port = sock.getsockname()[1]
+
+    async def start(self) -> None:
+        if self._socket is None:
+            self.bind()
+        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        db = parse_store_spec(self.config.store, self.config.data_dir)
+        db.parent.mkdir(parents=True, exist_ok=True)
+        self.store = await SqliteStore(db, synchronous=self.config.synchronous).open()
+        self.apiserver = APIServer(
+            self.store,
+            self.clock,
+            features=self.config.features,
+            server_address=f"{self.config.host}:{self.port}",
+        )
+        await self.apiserver.bootstrap()
+        write_kubeconfig(self.kubeconfig_path, self.url)
+        config = uvicorn.Config(
+            self.apiserver.app,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            timeout_keep_alive=60,
+        )
+        self._server = uvicorn.Server(config)
+
+    async def serve(self) -> None:
+        """Serve until :meth:`stop` (or a signal, in the main thread)."""
+        assert self._server is not None
+        assert self._socket is not None
+        await self._server.serve(sockets=[self._socket])
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+
+    async def close(self) -> None:
+        if self.apiserver is not None:
+            await self.apiserver.close()
+        if self.store is not None:
+            await self.store.close()
+        if self._socket is not None:
+            self._socket.close()
+
+
+@contextlib.contextmanager
+def running_cluster(data_dir: Path, *, features: FeatureGates | None = None) -> Iterator[Cluster]:
+    """A cluster serving on an ephemeral port from a background thread, stopped on exit."""
+    cluster = Cluster(ClusterConfig(data_dir=data_dir, port=0, features=features or FeatureGates()))
+    cluster.bind()
+    ready = threading.Event()
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        async def main() -> None:
+            try:
+                await cluster.start()
+            except BaseException as error:
+                failure.append(error)
+                ready.set()
+                raise
+            serving = asyncio.create_task(cluster.serve())
+            while not (cluster._server and cluster._server.started) and not serving.done():
+                await asyncio.sleep(0.005)
+            ready.set()
+            await serving
+            await cluster.close()
+
+        asyncio.run(main())
+
+    thread = threading.Thread(target=run, name="taintplane-cluster", daemon=True)
+    thread.start()
+    ready.wait(30)
+    if failure:
+        raise failure[0]
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        thread.join(30)

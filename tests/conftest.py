@@ -1,0 +1,57 @@
+"""Shared fixtures: a running cluster and a kubectl bound to it (fresh HOME per module)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from taintplane.sim.cluster import Cluster, running_cluster
+
+
+@dataclass
+class Kubectl:
+    kubeconfig: Path
+    home: Path
+
+    def run(
+        self, *args: str, stdin: str | None = None, check: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        env = {
+            "HOME": str(self.home),
+            "KUBECONFIG": str(self.kubeconfig),
+            "PATH": os.environ["PATH"],
+        }
+        done = subprocess.run(
+            ["kubectl", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        if check and done.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {done.stderr}")
+        return done
+
+    def __call__(self, *args: str, stdin: str | None = None) -> str:
+        return self.run(*args, stdin=stdin, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("cluster")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def kubectl(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
+    if shutil.which("kubectl") is None:  # pragma: no cover - CI installs it
+        pytest.fail("kubectl is not on PATH; the CI image provides it")
+    return Kubectl(cluster.kubeconfig_path, tmp_path_factory.mktemp("home"))
