@@ -15,6 +15,7 @@ from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, Scheme
 from taintplane.apiserver import discovery
 from taintplane.apiserver.handlers import ResourceHandlers, json_response
+from taintplane.apiserver.openapi import OpenAPI
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.requestinfo import parse_resource_path
 from taintplane.apiserver.status import APIError
@@ -48,6 +49,7 @@ class APIServer:
         self.handlers = ResourceHandlers(self.registry, clock, bookmark_interval=bookmark_interval)
         self.app = Starlette(routes=[Route("/{path:path}", self.dispatch, methods=METHODS)])
         self._background: set[asyncio.Task[None]] = set()
+        self.openapi = OpenAPI(scheme)
 
     # ---- start-up --------------------------------------------------------------------------
 
@@ -91,6 +93,15 @@ class APIServer:
             raise APIError.method_not_allowed(
                 "the server does not allow this method on the requested resource"
             )
+        if segments[:2] == ["openapi", "v3"]:
+            if len(segments) == 2:
+                return json_response(self.openapi.index())
+            found = self.openapi.has("/".join(segments[2:]))
+            if found is None:
+                raise _not_found()
+            return Response(self.openapi.document(*found), media_type="application/json")
+        if segments[:1] == ["openapi"]:
+            raise _not_found()
         if path == "/version":
             return json_response(discovery.version_info())
         if path == "/api":
