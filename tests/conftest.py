@@ -19,14 +19,17 @@ class Kubectl:
     kubeconfig: Path
     home: Path
 
-    def run(
-        self, *args: str, stdin: str | None = None, check: bool = False
-    ) -> subprocess.CompletedProcess[str]:
-        env = {
+    def env(self) -> dict[str, str]:
+        return {
             "HOME": str(self.home),
             "KUBECONFIG": str(self.kubeconfig),
             "PATH": os.environ["PATH"],
         }
+
+    def run(
+        self, *args: str, stdin: str | None = None, check: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        env = self.env()
         done = subprocess.run(
             ["kubectl", *args],
             input=stdin,

@@ -441,4 +441,8 @@ class ResourceHandlers:
         finally:
             for task in tasks:
                 task.cancel()
-            await events.aclose() if hasattr(events, "aclose") else None
+            # The pump must stop iterating before the generator can be closed.
+            await asyncio.gather(*tasks, return_exceptions=True)
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()

@@ -44,6 +44,9 @@ class Strategy:
     name_format = "subdomain"
     #: Kinds whose spec changes bump ``metadata.generation``.
     tracks_generation = False
+    #: Whether the kind has a top-level ``spec`` (Go always serializes it, even empty, and
+    #: JSON patches rely on it being there); ``status`` likewise when it is a subresource.
+    has_spec = True
 
     def __init__(self, resource: ResourceType, features: FeatureGates) -> None:
         self.resource = resource
@@ -57,6 +60,9 @@ class Strategy:
 
     def default(self, obj: dict[str, Any]) -> None:
         """Fill in defaults (``SetDefaults_*``); runs on every write."""
+        for field, present in (("spec", self.has_spec), ("status", self.has_status)):
+            if present and obj.get(field) is None:
+                obj[field] = {}
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         if self.tracks_generation:

@@ -57,6 +57,8 @@ class NamespaceStrategy(Strategy):
 
 
 class EventStrategy(Strategy):
+    has_spec = False
+
     def field_values(self, obj: Mapping[str, Any]) -> dict[str, str]:
         fields = super().field_values(obj)
         involved = obj.get("involvedObject") or {}
@@ -79,6 +81,8 @@ class EventStrategy(Strategy):
 
 
 class RuntimeClassStrategy(Strategy):
+    has_spec = False
+
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         errors = self.validate_object_meta(obj)
         handler = obj.get("handler") or ""
@@ -111,3 +115,4 @@ class RuntimeClassStrategy(Strategy):
 
 class RbacStrategy(Strategy):
     name_format = "path"
+    has_spec = False

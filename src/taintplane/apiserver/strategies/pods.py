@@ -63,6 +63,7 @@ def qos_class(spec: Mapping[str, Any]) -> str:
 
 class PodStrategy(Strategy):
     def default(self, obj: dict[str, Any]) -> None:
+        super().default(obj)
         spec = obj.setdefault("spec", {})
         if not isinstance(spec, dict):
             return
