@@ -100,7 +100,11 @@ class ResourceHandlers:
                 )
             body = self._require_object(await self._body(request))
             created = await self.registry.create(
-                info.resource, info.namespace, body, dry_run=self._dry_run(request)
+                info.resource,
+                info.namespace,
+                body,
+                dry_run=self._dry_run(request),
+                field_validation=self._field_validation(request),
             )
             return json_response(created, 201)
         if verb == "update":
@@ -112,6 +116,7 @@ class ResourceHandlers:
                 body,
                 subresource=info.subresource,
                 dry_run=self._dry_run(request),
+                field_validation=self._field_validation(request),
             )
             return json_response(updated)
         if verb == "patch":
@@ -134,6 +139,15 @@ class ResourceHandlers:
         if not isinstance(body, dict):
             raise APIError.bad_request("the request body must be a JSON or YAML object")
         return body
+
+    @staticmethod
+    def _field_validation(request: Request) -> str:
+        value = request.query_params.get("fieldValidation") or "Warn"
+        if value not in ("Ignore", "Warn", "Strict"):
+            raise APIError.bad_request(
+                f'fieldValidation: Unsupported value: "{value}": supported values: "Ignore", "Warn", "Strict"'
+            )
+        return value
 
     @staticmethod
     def _dry_run(request: Request) -> bool:
@@ -250,6 +264,7 @@ class ResourceHandlers:
             mutate,
             subresource=info.subresource,
             dry_run=dry_run,
+            field_validation=self._field_validation(request),
         )
         return json_response(updated)
 
@@ -270,7 +285,11 @@ class ResourceHandlers:
                 raise
             body.setdefault("metadata", {}).setdefault("name", info.name)
             created = await self.registry.create(
-                info.resource, info.namespace, body, dry_run=dry_run
+                info.resource,
+                info.namespace,
+                body,
+                dry_run=dry_run,
+                field_validation=self._field_validation(request),
             )
             return json_response(created, 201)
         applied = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
@@ -287,6 +306,7 @@ class ResourceHandlers:
             mutate,
             subresource=info.subresource,
             dry_run=dry_run,
+            field_validation=self._field_validation(request),
         )
         return json_response(updated)
 

@@ -24,6 +24,7 @@ from taintplane.api.decoding import DecodeError, format_time
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, ResourceType, Scheme
 from taintplane.api.selectors import FieldSelector, LabelSelector
+from taintplane.apiserver import typecheck
 from taintplane.apiserver.status import APIError, from_store_error
 from taintplane.apiserver.strategies import Strategy, strategy_for
 from taintplane.apiserver.strategies.base import meta
@@ -177,10 +178,16 @@ class Registry:
     # ---- create ----------------------------------------------------------------------------
 
     async def create(
-        self, resource: ResourceType, namespace: str, body: dict[str, Any], *, dry_run: bool = False
+        self,
+        resource: ResourceType,
+        namespace: str,
+        body: dict[str, Any],
+        *,
+        dry_run: bool = False,
+        field_validation: str = "Warn",
     ) -> dict[str, Any]:
         obj = copy.deepcopy(body)
-        self._check_type(resource, obj)
+        self._check_type(resource, obj, field_validation)
         metadata = meta(obj)
         if resource.namespaced:
             if metadata.get("namespace") and metadata["namespace"] != namespace:
@@ -246,9 +253,10 @@ class Registry:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        field_validation: str = "Warn",
     ) -> dict[str, Any]:
         new = copy.deepcopy(body)
-        self._check_type(resource, new)
+        self._check_type(resource, new, field_validation)
         body_name = meta(new).get("name")
         if body_name and body_name != name:
             raise APIError.bad_request(
@@ -269,13 +277,14 @@ class Registry:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        field_validation: str = "Warn",
     ) -> dict[str, Any]:
         """Read, ``mutate`` a copy, write; retried on conflicts unless the result pins a
         resourceVersion (then a stale one is the caller's conflict)."""
         for _ in range(32):
             old = await self.get(resource, namespace, name)
             new = mutate(copy.deepcopy(old))
-            self._check_type(resource, new)
+            self._check_type(resource, new, field_validation)
             pinned = meta(new).get("resourceVersion")
             if pinned and pinned != meta(old)["resourceVersion"]:
                 raise from_store_error(store_errors.Conflict(name, 0), resource, name)
@@ -480,24 +489,31 @@ class Registry:
 
     # ---- helpers ---------------------------------------------------------------------------
 
-    def _check_type(self, resource: ResourceType, obj: dict[str, Any]) -> None:
-        if not isinstance(obj.get("metadata", {}), dict):
-            raise APIError.bad_request(
-                f'{resource.kind} in version "{resource.version}" cannot be handled as a '
-                f"{resource.kind}: json: cannot unmarshal into Go struct field "
-                f"{resource.kind}.metadata of type v1.ObjectMeta"
-            )
+    def _check_type(
+        self, resource: ResourceType, obj: dict[str, Any], field_validation: str = "Warn"
+    ) -> None:
         kind, api_version = obj.get("kind"), obj.get("apiVersion")
-        if (kind and kind != resource.kind) or (
-            api_version and api_version != resource.api_version
-        ):
+        if api_version and api_version != resource.api_version:
             raise APIError.bad_request(
                 f"the API version in the data ({api_version}) does not match the expected API "
                 f"version ({resource.api_version})"
-                if api_version != resource.api_version
-                else f"the kind in the data ({kind}) does not match the expected kind "
-                f"({resource.kind})"
             )
+        if kind and kind != resource.kind:
+            raise APIError.bad_request(
+                f"the kind in the data ({kind}) does not match the expected kind ({resource.kind})"
+            )
+        schema = typecheck.schemas()["kinds"].get(
+            f"{resource.group}/{resource.version}/{resource.kind}"
+        )
+        if schema is None:
+            return
+        try:
+            report = typecheck.check_object(obj, schema)
+        except typecheck.TypeCheckError as error:
+            raise _cannot_handle(resource, DecodeError(error.message)) from error
+        if report.unknown and field_validation == "Strict":
+            unknown = ", ".join(f'unknown field "{path}"' for path in report.unknown)
+            raise _cannot_handle(resource, DecodeError(f"strict decoding error: {unknown}"))
 
     def _run_strategy(self, resource: ResourceType, name: str, step: Callable[[], None]) -> None:
         try:

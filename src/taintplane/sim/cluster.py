@@ -76,7 +76,9 @@ class Cluster:
 
     def bind(self) -> None:
         """Take the listening socket (early, so a busy port fails before anything starts)."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted sockets only when the
+        # listener says so, and without it every keep-alive response waits 40 ms (Nagle).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((self.config.host, self.config.port))
