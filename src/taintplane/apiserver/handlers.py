@@ -145,7 +145,8 @@ class ResourceHandlers:
         value = request.query_params.get("fieldValidation") or "Warn"
         if value not in ("Ignore", "Warn", "Strict"):
             raise APIError.bad_request(
-                f'fieldValidation: Unsupported value: "{value}": supported values: "Ignore", "Warn", "Strict"'
+                f'fieldValidation: Unsupported value: "{value}": '
+                'supported values: "Ignore", "Warn", "Strict"'
             )
         return value
 

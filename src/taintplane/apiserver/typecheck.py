@@ -81,10 +81,12 @@ def _fail(value: Any, struct: str, path: str, schema: dict[str, Any]) -> TypeChe
     json_type = _JSON_TYPE.get(type(value), "value")
     if isinstance(value, float) and schema.get("type") == "integer":
         return TypeCheckError(
-            f"json: cannot unmarshal number {value!r} into Go struct field {struct}.{path} of type int64"
+            f"json: cannot unmarshal number {value!r} into Go struct field {struct}.{path} "
+            "of type int64"
         )
     return TypeCheckError(
-        f"json: cannot unmarshal {json_type} into Go struct field {struct}.{path} of type {_go_type(schema)}"
+        f"json: cannot unmarshal {json_type} into Go struct field {struct}.{path} "
+        f"of type {_go_type(schema)}"
     )
 
 
@@ -115,7 +117,8 @@ def _check_value(
     value: Any, schema: dict[str, Any], struct: str, path: str, key: str, report: TypeReport
 ) -> None:
     if value is None or not schema:
-        return  # null is Go's zero value; an untyped field (IntOrString, RawExtension) takes anything
+        # null is Go's zero value; an untyped field (IntOrString, RawExtension) takes anything.
+        return
     ref = _ref(schema)
     if ref is not None:
         target = schemas()["schemas"].get(ref, {})
