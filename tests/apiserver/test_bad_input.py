@@ -1,11 +1,13 @@
 """Bad input gets a Kubernetes Status (4xx) and changes nothing; a fuzz test finds no 5xx."""
 
+from typing import Any
+
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-POD = {
+POD: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Pod",
     "metadata": {"name": "ok"},
