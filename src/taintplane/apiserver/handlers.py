@@ -52,6 +52,22 @@ def _query_int(request: Request, name: str) -> int | None:
         raise APIError.bad_request(f"invalid value for {name}: {raw!r}") from error
 
 
+_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+_FALSE = ("0", "f", "F", "FALSE", "false", "False", "")
+
+
+def _query_bool(request: Request, name: str) -> bool:
+    """A boolean query parameter as Go's strconv.ParseBool reads it."""
+    raw = request.query_params.get(name, "")
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise APIError.bad_request(
+        f'invalid value for {name}: "{raw}": strconv.ParseBool: parsing "{raw}": invalid syntax'
+    )
+
+
 class ResourceHandlers:
     def __init__(
         self, registry: Registry, clock: Clock, *, bookmark_interval: float = 60.0
@@ -90,7 +106,7 @@ class ResourceHandlers:
             obj = await self.registry.get(info.resource, info.namespace, info.name)
             return self._render(request, info.resource, [obj], single=obj)
         if verb == "list":
-            if request.query_params.get("watch") in ("true", "1"):
+            if _query_bool(request, "watch"):
                 return await self._watch(request, info)
             return await self._list(request, info)
         if verb == "create":
@@ -375,7 +391,7 @@ class ResourceHandlers:
         labels, fields = self._selectors(request)
         self._check_fields(info.resource, fields)
         timeout = _query_int(request, "timeoutSeconds")
-        bookmarks = request.query_params.get("allowWatchBookmarks") in ("true", "1")
+        bookmarks = _query_bool(request, "allowWatchBookmarks")
         table = codec.wants_table(request.headers.get("accept"))
         resource_version = request.query_params.get("resourceVersion", "")
         events = self.registry.watch(
