@@ -64,7 +64,8 @@ def _query_bool(request: Request, name: str) -> bool:
     if raw in _FALSE:
         return False
     raise APIError.bad_request(
-        f'invalid value for {name}: "{raw}": strconv.ParseBool: parsing "{raw}": invalid syntax'
+        f'invalid value for {name}: "{raw}": '
+        f'strconv.ParseBool: parsing "{raw}": invalid syntax'
     )
 
 
