@@ -28,7 +28,7 @@ from taintplane.apiserver.patch import (
     apply_merge_patch,
     apply_strategic_merge_patch,
 )
-from taintplane.apiserver.registry import Registry
+from taintplane.apiserver.registry import Registry, WatchProgress
 from taintplane.apiserver.requestinfo import RequestInfo
 from taintplane.apiserver.status import APIError, success
 from taintplane.apiserver.subresources import bind, evict
@@ -64,8 +64,7 @@ def _query_bool(request: Request, name: str) -> bool:
     if raw in _FALSE:
         return False
     raise APIError.bad_request(
-        f'invalid value for {name}: "{raw}": '
-        f'strconv.ParseBool: parsing "{raw}": invalid syntax'
+        f'invalid value for {name}: "{raw}": strconv.ParseBool: parsing "{raw}": invalid syntax'
     )
 
 
@@ -395,16 +394,19 @@ class ResourceHandlers:
         bookmarks = _query_bool(request, "allowWatchBookmarks")
         table = codec.wants_table(request.headers.get("accept"))
         resource_version = request.query_params.get("resourceVersion", "")
+        progress = WatchProgress()
         events = self.registry.watch(
             info.resource,
             info.namespace,
             resource_version=resource_version,
             labels=labels,
             fields=fields,
+            progress=progress,
         )
         stream = self._stream(
             info.resource,
             events,
+            progress,
             table=table,
             bookmarks=bookmarks,
             timeout=timeout,
@@ -419,6 +421,7 @@ class ResourceHandlers:
         self,
         resource: ResourceType,
         events: AsyncIterator[Any],
+        progress: WatchProgress,
         *,
         table: bool,
         bookmarks: bool,
@@ -426,7 +429,6 @@ class ResourceHandlers:
         include: str,
     ) -> AsyncIterator[bytes]:
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        last_rv = "0"
 
         async def pump() -> None:
             try:
@@ -439,7 +441,9 @@ class ResourceHandlers:
         async def ticker(kind: str, seconds: float) -> None:
             while True:
                 await self.clock.sleep(seconds)
-                await queue.put((kind, None))
+                # A bookmark's revision is fixed when it is queued: every event up to it is
+                # already ahead of it in the queue.
+                await queue.put((kind, str(progress.bookmark())))
 
         tasks = [asyncio.create_task(pump())]
         if timeout is not None and timeout > 0:
@@ -459,7 +463,7 @@ class ResourceHandlers:
                     bookmark = {
                         "kind": resource.kind,
                         "apiVersion": resource.api_version,
-                        "metadata": {"resourceVersion": last_rv},
+                        "metadata": {"resourceVersion": payload},
                     }
                     yield codec.encode({"type": "BOOKMARK", "object": bookmark}) + b"\n"
                     continue

@@ -30,9 +30,9 @@ from taintplane.apiserver.strategies import Strategy, strategy_for
 from taintplane.apiserver.strategies.base import meta
 from taintplane.clock import Clock
 from taintplane.store import errors as store_errors
-from taintplane.store.interface import KV, EventType, Store
+from taintplane.store.interface import KV, EventType, Store, Watch
 
-__all__ = ["Admit", "ListPage", "Registry", "WatchItem"]
+__all__ = ["Admit", "ListPage", "Registry", "WatchItem", "WatchProgress"]
 
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
@@ -58,6 +58,22 @@ class ListPage:
 class WatchItem:
     type: str
     object: dict[str, Any]
+
+
+@dataclass
+class WatchProgress:
+    """How far a watch has got, for bookmarks: a revision such that every change up to it
+    has been handed to the consumer."""
+
+    revision: int = 0
+    source: Watch | None = None
+
+    def bookmark(self) -> int:
+        if self.source is not None:
+            caught_up = self.source.bookmark_revision()
+            if caught_up is not None:
+                return max(caught_up, self.revision)
+        return self.revision
 
 
 def _encode_continue(revision: int, key: str) -> str:
@@ -447,9 +463,11 @@ class Registry:
         resource_version: str = "",
         labels: LabelSelector | None = None,
         fields: FieldSelector | None = None,
+        progress: WatchProgress | None = None,
     ) -> AsyncIterator[WatchItem]:
         """Changes after ``resource_version``; from "" or "0", the current objects as ADDED
         first. Selectors turn moves in and out of the selection into ADDED and DELETED."""
+        progress = progress if progress is not None else WatchProgress()
         strategy = self.strategy(resource)
 
         def selected(obj: dict[str, Any] | None) -> bool:
@@ -467,8 +485,10 @@ class Registry:
         else:
             after = _parse_rv(resource_version)
         watch = self.store.watch(self._prefix(resource, namespace), after)
+        progress.revision, progress.source = after, watch
         try:
             async for event in watch:
+                progress.revision = event.revision
                 obj = orjson.loads(event.value)
                 meta(obj)["resourceVersion"] = str(event.revision)
                 previous = orjson.loads(event.prev_value) if event.prev_value is not None else None

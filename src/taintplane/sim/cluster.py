@@ -65,6 +65,8 @@ class Cluster:
         self._server: uvicorn.Server | None = None
         self._socket: socket.socket | None = None
         self.port = config.port
+        #: The event loop the cluster runs on (for tests that drive it from another thread).
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def url(self) -> str:
@@ -91,6 +93,7 @@ class Cluster:
         self.port = sock.getsockname()[1]
 
     async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
         if self._socket is None:
             self.bind()
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
@@ -110,6 +113,8 @@ class Cluster:
             log_level="warning",
             lifespan="off",
             access_log=False,
+            # Open watches are cut at shutdown (clients re-watch), as kube-apiserver does.
+            timeout_graceful_shutdown=1,
             timeout_keep_alive=60,
         )
         self._server = uvicorn.Server(config)
@@ -134,9 +139,12 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def running_cluster(data_dir: Path, *, features: FeatureGates | None = None) -> Iterator[Cluster]:
+def running_cluster(
+    data_dir: Path, *, features: FeatureGates | None = None, clock: Clock | None = None
+) -> Iterator[Cluster]:
     """A cluster serving on an ephemeral port from a background thread, stopped on exit."""
-    cluster = Cluster(ClusterConfig(data_dir=data_dir, port=0, features=features or FeatureGates()))
+    config = ClusterConfig(data_dir=data_dir, port=0, features=features or FeatureGates())
+    cluster = Cluster(config, clock)
     cluster.bind()
     ready = threading.Event()
     failure: list[BaseException] = []

@@ -1,0 +1,302 @@
+"""resourceVersion, pagination, selectors, watch, graceful deletion, namespaces, dryRun."""
+
+import json
+
+import httpx
+import pytest
+
+
+@pytest.fixture(scope="module")
+def api(cluster):
+    with httpx.Client(base_url=cluster.url, timeout=30) as client:
+        yield client
+
+
+def pod(name, labels=None, **spec):
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}], **spec},
+    }
+
+
+def node(name, **fields):
+    return {"metadata": {"name": name, **fields}}
+
+
+def watch_lines(api, path, params, count):
+    events = []
+    with api.stream("GET", path, params={**params, "watch": "true"}) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if line:
+                events.append(json.loads(line))
+            if len(events) == count:
+                break
+    return events
+
+
+def test_default_namespaces_exist(api):
+    names = [n["metadata"]["name"] for n in api.get("/api/v1/namespaces").json()["items"]]
+    assert names == ["default", "kube-node-lease", "kube-public", "kube-system"]
+
+
+def test_resource_versions_increase_and_guard_updates(api):
+    first = api.post("/api/v1/nodes", json=node("rv")).json()
+    rv1 = int(first["metadata"]["resourceVersion"])
+    stale = dict(first, metadata={**first["metadata"], "labels": {"a": "1"}})
+    second = api.put("/api/v1/nodes/rv", json=stale).json()
+    assert int(second["metadata"]["resourceVersion"]) > rv1
+    conflict = api.put("/api/v1/nodes/rv", json=stale)
+    assert conflict.status_code == 409
+    assert conflict.json()["reason"] == "Conflict"
+    # Without a resourceVersion the update is unconditional.
+    unconditional = {"metadata": {"name": "rv", "labels": {"b": "2"}}}
+    assert api.put("/api/v1/nodes/rv", json=unconditional).status_code == 200
+    # An update that changes nothing does not write.
+    current = api.get("/api/v1/nodes/rv").json()
+    again = api.put("/api/v1/nodes/rv", json=current).json()
+    assert again["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
+    # System fields cannot be changed by an update.
+    forged = dict(
+        current,
+        metadata={
+            **current["metadata"],
+            "uid": "forged",
+            "creationTimestamp": "2000-01-01T00:00:00Z",
+        },
+    )
+    kept = api.put("/api/v1/nodes/rv", json=forged).json()
+    assert kept["metadata"]["uid"] == first["metadata"]["uid"]
+    assert kept["metadata"]["creationTimestamp"] == first["metadata"]["creationTimestamp"]
+
+
+def test_pagination_with_continue_tokens_keeps_one_snapshot(api):
+    for i in range(5):
+        api.post("/api/v1/namespaces/default/pods", json=pod(f"page-{i}", {"page": "yes"}))
+    first = api.get(
+        "/api/v1/namespaces/default/pods", params={"limit": 2, "labelSelector": "page=yes"}
+    ).json()
+    assert [p["metadata"]["name"] for p in first["items"]] == ["page-0", "page-1"]
+    token = first["metadata"]["continue"]
+    api.post("/api/v1/namespaces/default/pods", json=pod("page-9", {"page": "yes"}))
+    names = []
+    while token:
+        page = api.get(
+            "/api/v1/namespaces/default/pods",
+            params={"limit": 2, "continue": token, "labelSelector": "page=yes"},
+        ).json()
+        names += [p["metadata"]["name"] for p in page["items"]]
+        assert page["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+        token = page["metadata"].get("continue")
+    assert names == ["page-2", "page-3", "page-4"]
+    bad = api.get("/api/v1/namespaces/default/pods", params={"continue": "garbage"})
+    assert bad.status_code == 400
+
+
+def test_label_and_field_selectors(api):
+    api.post(
+        "/api/v1/namespaces/default/pods",
+        json=pod("sel-a", {"tier": "web", "env": "prod"}, nodeName="n1"),
+    )
+    api.post("/api/v1/namespaces/default/pods", json=pod("sel-b", {"tier": "db"}))
+
+    def names(**params):
+        return [
+            p["metadata"]["name"]
+            for p in api.get("/api/v1/pods", params=params).json()["items"]
+            if p["metadata"]["name"].startswith("sel-")
+        ]
+
+    assert names(labelSelector="tier in (web,db)") == ["sel-a", "sel-b"]
+    assert names(labelSelector="tier=web,env") == ["sel-a"]
+    assert names(labelSelector="!env") == ["sel-b"]
+    assert names(labelSelector="tier notin (web)") == ["sel-b"]
+    assert names(fieldSelector="spec.nodeName=n1") == ["sel-a"]
+    assert names(fieldSelector="spec.nodeName=n1,status.phase!=Succeeded") == ["sel-a"]
+    assert names(fieldSelector="spec.nodeName!=n1,metadata.name=sel-b") == ["sel-b"]
+
+
+def test_watch_from_a_resource_version_and_from_zero(api):
+    start = api.get("/api/v1/nodes").json()["metadata"]["resourceVersion"]
+    api.post("/api/v1/nodes", json=node("w1"))
+    api.patch(
+        "/api/v1/nodes/w1",
+        json={"metadata": {"labels": {"x": "1"}}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    api.delete("/api/v1/nodes/w1")
+    events = watch_lines(api, "/api/v1/nodes", {"resourceVersion": start}, 3)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "w1"),
+        ("MODIFIED", "w1"),
+        ("DELETED", "w1"),
+    ]
+    assert events[0]["object"]["kind"] == "Node"
+    revisions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    assert revisions == sorted(revisions)
+    initial = watch_lines(api, "/api/v1/namespaces", {"resourceVersion": "0"}, 4)
+    assert {e["type"] for e in initial} == {"ADDED"}
+
+
+def test_label_selected_watch_turns_moves_into_added_and_deleted(api):
+    start = api.get("/api/v1/nodes").json()["metadata"]["resourceVersion"]
+    api.post("/api/v1/nodes", json=node("mover"))
+    merge = {"Content-Type": "application/merge-patch+json"}
+    api.patch("/api/v1/nodes/mover", json={"metadata": {"labels": {"pick": "me"}}}, headers=merge)
+    api.patch("/api/v1/nodes/mover", json={"metadata": {"labels": {"pick": None}}}, headers=merge)
+    events = watch_lines(
+        api, "/api/v1/nodes", {"resourceVersion": start, "labelSelector": "pick=me"}, 2
+    )
+    assert [e["type"] for e in events] == ["ADDED", "DELETED"]
+
+
+def test_watch_below_the_compacted_revision_is_an_error_event(api, cluster):
+    import asyncio
+
+    old = api.get("/api/v1/nodes").json()["metadata"]["resourceVersion"]
+    api.post("/api/v1/nodes", json=node("compact-me"))
+    latest = int(api.get("/api/v1/nodes").json()["metadata"]["resourceVersion"])
+    future = asyncio.run_coroutine_threadsafe(cluster.store.compact(latest), cluster.loop)
+    future.result(10)
+    events = watch_lines(api, "/api/v1/nodes", {"resourceVersion": old}, 1)
+    assert events[0]["type"] == "ERROR"
+    status = events[0]["object"]
+    assert (status["kind"], status["code"], status["reason"]) == ("Status", 410, "Expired")
+    assert status["message"] == f"too old resource version: {old} ({latest})"
+
+
+def test_bookmarks_only_when_asked(api, cluster):
+    start = api.get("/api/v1/nodes").json()["metadata"]["resourceVersion"]
+    events = watch_lines(
+        api, "/api/v1/nodes", {"resourceVersion": start, "timeoutSeconds": "1"}, 99
+    )
+    assert events == []  # the stream ended at the timeout with nothing to say
+
+
+def test_finalizers_hold_deletion_until_removed(api):
+    api.post("/api/v1/nodes", json=node("held", finalizers=["example.com/hold"]))
+    deleted = api.delete("/api/v1/nodes/held")
+    assert deleted.status_code == 200
+    body = deleted.json()
+    assert body["metadata"]["deletionTimestamp"]
+    assert api.get("/api/v1/nodes/held").status_code == 200
+    released = api.patch(
+        "/api/v1/nodes/held",
+        json={"metadata": {"finalizers": None}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert released.status_code == 200
+    assert api.get("/api/v1/nodes/held").status_code == 404
+
+
+def test_scheduled_pods_are_deleted_gracefully(api):
+    api.post("/api/v1/namespaces/default/pods", json=pod("graceful", nodeName="somewhere"))
+    body = api.delete("/api/v1/namespaces/default/pods/graceful").json()
+    assert body["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert body["metadata"]["deletionTimestamp"]
+    forced = api.request(
+        "DELETE", "/api/v1/namespaces/default/pods/graceful", json={"gracePeriodSeconds": 0}
+    )
+    assert forced.status_code == 200
+    assert api.get("/api/v1/namespaces/default/pods/graceful").status_code == 404
+
+
+def test_deleting_a_namespace_removes_its_objects(api):
+    api.post("/api/v1/namespaces", json={"metadata": {"name": "doomed"}})
+    api.post("/api/v1/namespaces/doomed/pods", json=pod("inside"))
+    response = api.delete("/api/v1/namespaces/doomed")
+    assert response.json()["status"]["phase"] == "Terminating"
+    events = watch_lines(
+        api,
+        "/api/v1/namespaces",
+        {
+            "resourceVersion": response.json()["metadata"]["resourceVersion"],
+            "fieldSelector": "metadata.name=doomed",
+        },
+        1,
+    )
+    assert events[0]["type"] == "DELETED"
+    assert api.get("/api/v1/namespaces/doomed/pods/inside").status_code == 404
+
+
+def test_dry_run_changes_nothing(api):
+    created = api.post("/api/v1/nodes?dryRun=All", json=node("dry"))
+    assert created.status_code == 201
+    assert created.json()["metadata"]["name"] == "dry"
+    assert api.get("/api/v1/nodes/dry").status_code == 404
+    bad = api.post("/api/v1/nodes?dryRun=Some", json=node("dry"))
+    assert bad.status_code == 400
+
+
+def test_binding_assigns_a_node_once(api):
+    api.post("/api/v1/namespaces/default/pods", json=pod("to-bind"))
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "to-bind"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n7"},
+    }
+    assert (
+        api.post("/api/v1/namespaces/default/pods/to-bind/binding", json=binding).status_code == 201
+    )
+    bound = api.get("/api/v1/namespaces/default/pods/to-bind").json()
+    assert bound["spec"]["nodeName"] == "n7"
+    assert bound["status"]["conditions"][0]["type"] == "PodScheduled"
+    again = api.post("/api/v1/namespaces/default/pods/to-bind/binding", json=binding)
+    assert again.status_code == 409
+    assert again.json()["message"] == (
+        'Operation cannot be fulfilled on pods/binding "to-bind": pod to-bind is already assigned to node "n7"'
+    )
+
+
+def test_eviction_honours_a_disruption_budget(api):
+    ready = {"conditions": [{"type": "Ready", "status": "True"}]}
+    for name in ("pdb-1", "pdb-2"):
+        api.post(
+            "/api/v1/namespaces/default/pods", json=pod(name, {"app": "guarded"}, nodeName="n1")
+        )
+        api.patch(
+            f"/api/v1/namespaces/default/pods/{name}/status",
+            json={"status": {"phase": "Running", **ready}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+    api.post(
+        "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+        json={
+            "metadata": {"name": "guard"},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "guarded"}}},
+        },
+    )
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "pdb-1", "namespace": "default"},
+    }
+    refused = api.post("/api/v1/namespaces/default/pods/pdb-1/eviction", json=eviction)
+    assert refused.status_code == 429
+    status = refused.json()
+    assert status["reason"] == "TooManyRequests"
+    assert status["message"] == "Cannot evict pod as it would violate the pod's disruption budget."
+    assert status["details"]["causes"] == [
+        {
+            "reason": "DisruptionBudget",
+            "message": "The disruption budget guard needs 2 healthy pods and has 2 currently",
+        }
+    ]
+    api.patch(
+        "/apis/policy/v1/namespaces/default/poddisruptionbudgets/guard",
+        json={"spec": {"minAvailable": 1}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    allowed = api.post(
+        "/api/v1/namespaces/default/pods/pdb-1/eviction",
+        json={**eviction, "deleteOptions": {"gracePeriodSeconds": 0}},
+    )
+    assert allowed.status_code == 201
+    assert allowed.json() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "code": 201,
+    }
