@@ -4,6 +4,7 @@ import asyncio
 import json
 import queue
 import threading
+from typing import Any
 
 import httpx
 import pytest
@@ -25,18 +26,18 @@ def advance(cluster, clock, seconds):
 
 def open_watch(cluster, params):
     """Start a watch; returns a queue of decoded events (None when the stream ends)."""
-    events: queue.Queue = queue.Queue()
+    events: queue.Queue[dict[str, Any] | None] = queue.Queue()
     started = threading.Event()
 
     def run():
-        with httpx.Client(base_url=cluster.url, timeout=30) as client:
-            with client.stream(
-                "GET", "/api/v1/nodes", params={**params, "watch": "true"}
-            ) as response:
-                started.set()
-                for line in response.iter_lines():
-                    if line:
-                        events.put(json.loads(line))
+        with (
+            httpx.Client(base_url=cluster.url, timeout=30) as client,
+            client.stream("GET", "/api/v1/nodes", params={**params, "watch": "true"}) as response,
+        ):
+            started.set()
+            for line in response.iter_lines():
+                if line:
+                    events.put(json.loads(line))
         events.put(None)
 
     threading.Thread(target=run, daemon=True).start()
