@@ -300,3 +300,46 @@ def test_eviction_honours_a_disruption_budget(api):
         "status": "Success",
         "code": 201,
     }
+
+
+def test_concurrent_patches_without_preconditions_all_apply(cluster):
+    import asyncio
+
+    async def scenario():
+        async with httpx.AsyncClient(base_url=cluster.url, timeout=30) as client:
+            await client.post("/api/v1/nodes", json=node("contended"))
+            responses = await asyncio.gather(
+                *(
+                    client.patch(
+                        "/api/v1/nodes/contended",
+                        json={"metadata": {"labels": {f"l{i}": "x"}}},
+                        headers={"Content-Type": "application/merge-patch+json"},
+                    )
+                    for i in range(30)
+                )
+            )
+            final = (await client.get("/api/v1/nodes/contended")).json()
+        return [r.status_code for r in responses], final["metadata"]["labels"]
+
+    codes, labels = asyncio.run(scenario())
+    assert codes == [200] * 30
+    assert labels == {f"l{i}": "x" for i in range(30)}
+
+
+def test_a_patch_that_names_a_stale_resource_version_conflicts(api):
+    created = api.post("/api/v1/nodes", json=node("pinned")).json()
+    rv = created["metadata"]["resourceVersion"]
+    merge = {"Content-Type": "application/merge-patch+json"}
+    assert (
+        api.patch(
+            "/api/v1/nodes/pinned", json={"metadata": {"labels": {"a": "1"}}}, headers=merge
+        ).status_code
+        == 200
+    )
+    stale = api.patch(
+        "/api/v1/nodes/pinned",
+        json={"metadata": {"resourceVersion": rv, "labels": {"b": "2"}}},
+        headers=merge,
+    )
+    assert stale.status_code == 409
+    assert "b" not in api.get("/api/v1/nodes/pinned").json()["metadata"]["labels"]

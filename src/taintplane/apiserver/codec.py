@@ -9,7 +9,7 @@ import yaml
 
 from taintplane.apiserver.status import APIError
 
-__all__ = ["MAX_BODY_BYTES", "decode_body", "encode", "wants_table"]
+__all__ = ["MAX_BODY_BYTES", "clone", "decode_body", "encode", "wants_table"]
 
 #: kube-apiserver refuses request bodies over 3 MiB.
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -49,6 +49,11 @@ def decode_body(raw: bytes, content_type: str | None) -> Any:
 
 def encode(obj: Any) -> bytes:
     return orjson.dumps(obj)
+
+
+def clone(obj: Any) -> Any:
+    """A deep copy of a JSON value (an orjson round trip is ~10x faster than copy.deepcopy)."""
+    return orjson.loads(orjson.dumps(obj))
 
 
 def wants_table(accept: str | None) -> bool:

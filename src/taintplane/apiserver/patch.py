@@ -12,10 +12,11 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import jsonpatch
+
+from taintplane.apiserver.codec import clone
 
 __all__ = [
     "MERGE_KEYS",
@@ -60,7 +61,7 @@ def apply_json_patch(original: dict[str, Any], operations: object) -> dict[str, 
     if not isinstance(operations, list):
         raise PatchError("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
     try:
-        result = jsonpatch.JsonPatch(operations).apply(copy.deepcopy(original))
+        result = jsonpatch.JsonPatch(clone(operations)).apply(clone(original))
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
         raise PatchError(str(error)) from error
     except (TypeError, KeyError, IndexError, AttributeError) as error:
@@ -71,22 +72,26 @@ def apply_json_patch(original: dict[str, Any], operations: object) -> dict[str, 
 
 
 def apply_merge_patch(original: Any, patch: Any) -> Any:
-    """RFC 7386."""
+    """RFC 7386 (neither argument is modified)."""
+    return _merge_into(clone(original), clone(patch))
+
+
+def _merge_into(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(original) if isinstance(original, dict) else {}
+        return patch
+    result = target if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
         else:
-            result[key] = apply_merge_patch(result.get(key), value)
+            result[key] = _merge_into(result.get(key), value)
     return result
 
 
 def apply_strategic_merge_patch(original: dict[str, Any], patch: object) -> dict[str, Any]:
     if not isinstance(patch, dict):
         raise PatchError("strategic merge patch must be a JSON object")
-    result = _merge_map(copy.deepcopy(original), patch)
+    result = _merge_map(clone(original), clone(patch))
     if result is None:
         return {}
     return result

@@ -10,7 +10,6 @@ It knows nothing about HTTP: the handlers translate requests into these calls.
 from __future__ import annotations
 
 import base64
-import copy
 import secrets
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -25,6 +24,7 @@ from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, ResourceType, Scheme
 from taintplane.api.selectors import FieldSelector, LabelSelector
 from taintplane.apiserver import typecheck
+from taintplane.apiserver.codec import clone
 from taintplane.apiserver.status import APIError, from_store_error
 from taintplane.apiserver.strategies import Strategy, strategy_for
 from taintplane.apiserver.strategies.base import meta
@@ -202,7 +202,7 @@ class Registry:
         dry_run: bool = False,
         field_validation: str = "Warn",
     ) -> dict[str, Any]:
-        obj = copy.deepcopy(body)
+        obj: dict[str, Any] = clone(body)
         self._check_type(resource, obj, field_validation)
         metadata = meta(obj)
         if resource.namespaced:
@@ -271,7 +271,7 @@ class Registry:
         dry_run: bool = False,
         field_validation: str = "Warn",
     ) -> dict[str, Any]:
-        new = copy.deepcopy(body)
+        new: dict[str, Any] = clone(body)
         self._check_type(resource, new, field_validation)
         body_name = meta(new).get("name")
         if body_name and body_name != name:
@@ -299,7 +299,11 @@ class Registry:
         resourceVersion (then a stale one is the caller's conflict)."""
         for _ in range(32):
             old = await self.get(resource, namespace, name)
-            new = mutate(copy.deepcopy(old))
+            current = clone(old)
+            # The mutation sees no resourceVersion: if it sets one, that is the caller's
+            # precondition (a patch that names a resourceVersion).
+            meta(current).pop("resourceVersion", None)
+            new = mutate(current)
             self._check_type(resource, new, field_validation)
             pinned = meta(new).get("resourceVersion")
             if pinned and pinned != meta(old)["resourceVersion"]:
