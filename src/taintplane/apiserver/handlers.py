@@ -21,14 +21,15 @@ from taintplane.api.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from taintplane.apiserver import codec
+from taintplane.apiserver import codec, fieldmanager
+from taintplane.apiserver.codec import clone
 from taintplane.apiserver.patch import (
     PatchError,
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
 )
-from taintplane.apiserver.registry import Registry, WatchProgress
+from taintplane.apiserver.registry import Apply, Registry, WatchProgress
 from taintplane.apiserver.requestinfo import RequestInfo
 from taintplane.apiserver.status import APIError, success
 from taintplane.apiserver.subresources import bind, evict
@@ -121,6 +122,7 @@ class ResourceHandlers:
                 body,
                 dry_run=self._dry_run(request),
                 field_validation=self._field_validation(request),
+                manager=self._manager(request),
             )
             return json_response(created, 201)
         if verb == "update":
@@ -133,6 +135,7 @@ class ResourceHandlers:
                 subresource=info.subresource,
                 dry_run=self._dry_run(request),
                 field_validation=self._field_validation(request),
+                manager=self._manager(request),
             )
             return json_response(updated)
         if verb == "patch":
@@ -155,6 +158,15 @@ class ResourceHandlers:
         if not isinstance(body, dict):
             raise APIError.bad_request("the request body must be a JSON or YAML object")
         return body
+
+    @staticmethod
+    def _manager(request: Request) -> str:
+        """``fieldManager``, or the client's name from its User-Agent (as kube-apiserver)."""
+        manager = request.query_params.get("fieldManager")
+        if manager:
+            return manager
+        agent = request.headers.get("user-agent", "")
+        return agent.split("/", 1)[0][:128] or "unknown"
 
     @staticmethod
     def _field_validation(request: Request) -> str:
@@ -282,39 +294,71 @@ class ResourceHandlers:
             subresource=info.subresource,
             dry_run=dry_run,
             field_validation=self._field_validation(request),
+            manager=self._manager(request),
         )
         return json_response(updated)
 
     async def _apply(
         self, request: Request, info: RequestInfo, patch: Any, dry_run: bool
     ) -> Response:
-        """Server-side apply: create the object if missing, otherwise merge the applied
-        configuration into it (field ownership and conflicts are not tracked yet)."""
-        body = self._require_object(patch)
-        if request.query_params.get("fieldManager") in (None, ""):
+        """Server-side apply: create the object if missing; otherwise refuse conflicting
+        changes to fields other managers own (unless ``force``), drop the fields this manager
+        applied before and no longer names, and merge the configuration in."""
+        config = self._require_object(patch)
+        manager = request.query_params.get("fieldManager") or ""
+        if not manager:
             raise APIError.bad_request(
                 "PATCH requests with apply patches must specify a fieldManager"
             )
+        force = _query_bool(request, "force")
+        skip_status = self.registry.strategy(info.resource).has_status and not info.subresource
+        raw_meta = config.get("metadata")
+        config_meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+        if config_meta.get("name") not in (None, info.name):
+            raise APIError.bad_request(
+                f"the name of the object ({config_meta.get('name')}) does not match the name on "
+                f"the URL ({info.name})"
+            )
         try:
-            await self.registry.get(info.resource, info.namespace, info.name)
+            live = await self.registry.get(info.resource, info.namespace, info.name)
         except APIError as error:
             if error.code != 404:
                 raise
-            body.setdefault("metadata", {}).setdefault("name", info.name)
+            body = clone(config)
+            body.setdefault("metadata", {})["name"] = info.name
             created = await self.registry.create(
                 info.resource,
                 info.namespace,
                 body,
                 dry_run=dry_run,
                 field_validation=self._field_validation(request),
+                manager=manager,
+                apply=Apply(config, force),
             )
             return json_response(created, 201)
-        applied = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
+        conflicts = fieldmanager.apply_conflicts(live, config, manager, skip_status=skip_status)
+        if conflicts and not force:
+            causes = [
+                {
+                    "reason": "FieldManagerConflict",
+                    "message": f'conflict with "{c.manager}"'
+                    + (f" using {c.api_version}" if c.api_version else ""),
+                    "field": fieldmanager.render_path(c.path),
+                }
+                for c in conflicts
+            ]
+            raise APIError.make(
+                409, "Conflict", fieldmanager.conflict_message(conflicts), {"causes": causes}
+            )
+        applied = {k: v for k, v in config.items() if k not in ("apiVersion", "kind")}
+        named = set(fieldmanager.fields_of(config, skip_status=skip_status))
 
         def mutate(current: dict[str, Any]) -> dict[str, Any]:
-            merged = apply_merge_patch(current, applied)
-            assert isinstance(merged, dict)
-            return merged
+            # Fields this manager applied before, no longer names, and nobody else owns go.
+            others = fieldmanager.owned_by_others(current, manager)
+            for path in fieldmanager.previously_applied(current, manager) - named - others:
+                fieldmanager.remove_path(current, path)
+            return apply_strategic_merge_patch(current, applied)
 
         updated = await self.registry.guaranteed_update(
             info.resource,
@@ -324,6 +368,8 @@ class ResourceHandlers:
             subresource=info.subresource,
             dry_run=dry_run,
             field_validation=self._field_validation(request),
+            manager=manager,
+            apply=Apply(config, force),
         )
         return json_response(updated)
 

@@ -23,7 +23,7 @@ from taintplane.api.decoding import DecodeError, format_time
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, ResourceType, Scheme
 from taintplane.api.selectors import FieldSelector, LabelSelector
-from taintplane.apiserver import typecheck
+from taintplane.apiserver import fieldmanager, typecheck
 from taintplane.apiserver.codec import clone
 from taintplane.apiserver.status import APIError, from_store_error
 from taintplane.apiserver.strategies import Strategy, strategy_for
@@ -32,7 +32,7 @@ from taintplane.clock import Clock
 from taintplane.store import errors as store_errors
 from taintplane.store.interface import KV, EventType, Store, Watch
 
-__all__ = ["Admit", "ListPage", "Registry", "WatchItem", "WatchProgress"]
+__all__ = ["Admit", "Apply", "ListPage", "Registry", "WatchItem", "WatchProgress"]
 
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
@@ -45,6 +45,14 @@ Admit = Callable[
 
 async def _admit_nothing(*_: object) -> None:
     return None
+
+
+@dataclass(frozen=True)
+class Apply:
+    """A server-side apply: the applied configuration and whether conflicts are overridden."""
+
+    config: dict[str, Any]
+    force: bool = False
 
 
 @dataclass
@@ -201,6 +209,8 @@ class Registry:
         *,
         dry_run: bool = False,
         field_validation: str = "Warn",
+        manager: str = "",
+        apply: Apply | None = None,
     ) -> dict[str, Any]:
         obj: dict[str, Any] = clone(body)
         self._check_type(resource, obj, field_validation)
@@ -222,6 +232,7 @@ class Registry:
         strategy = self.strategy(resource)
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             metadata.pop(field, None)
+        metadata.pop("managedFields", None)  # the server records who set what
         metadata["uid"] = str(uuid.uuid4())
         metadata["creationTimestamp"] = format_time(self.clock.now())
         obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
@@ -231,6 +242,7 @@ class Registry:
             await self._check_namespace_open(resource, namespace, name)
         await self.admit("CREATE", resource, namespace, obj, None)
         self._validate(resource, name, lambda: strategy.validate(obj))
+        self._record_fields(resource, obj, None, manager, apply, "")
         if dry_run:
             return obj
         try:
@@ -270,6 +282,7 @@ class Registry:
         subresource: str = "",
         dry_run: bool = False,
         field_validation: str = "Warn",
+        manager: str = "",
     ) -> dict[str, Any]:
         new: dict[str, Any] = clone(body)
         self._check_type(resource, new, field_validation)
@@ -282,7 +295,9 @@ class Registry:
         old = await self.get(resource, namespace, name)
         if precondition is not None and precondition != meta(old)["resourceVersion"]:
             raise from_store_error(store_errors.Conflict(name, 0), resource, name)
-        return await self._write_update(resource, namespace, name, new, old, subresource, dry_run)
+        return await self._write_update(
+            resource, namespace, name, new, old, subresource, dry_run, manager, None
+        )
 
     async def guaranteed_update(
         self,
@@ -294,6 +309,8 @@ class Registry:
         subresource: str = "",
         dry_run: bool = False,
         field_validation: str = "Warn",
+        manager: str = "",
+        apply: Apply | None = None,
     ) -> dict[str, Any]:
         """Read, ``mutate`` a copy, write; retried on conflicts unless the result pins a
         resourceVersion (then a stale one is the caller's conflict)."""
@@ -310,7 +327,7 @@ class Registry:
                 raise from_store_error(store_errors.Conflict(name, 0), resource, name)
             try:
                 return await self._write_update(
-                    resource, namespace, name, new, old, subresource, dry_run
+                    resource, namespace, name, new, old, subresource, dry_run, manager, apply
                 )
             except APIError as error:
                 if error.status.get("reason") != "Conflict" or pinned:
@@ -326,6 +343,8 @@ class Registry:
         old: dict[str, Any],
         subresource: str,
         dry_run: bool,
+        manager: str,
+        apply: Apply | None,
     ) -> dict[str, Any]:
         strategy = self.strategy(resource)
         new_meta, old_meta = meta(new), meta(old)
@@ -353,7 +372,15 @@ class Registry:
         await self.admit("UPDATE", resource, namespace, new, old)
         self._validate(resource, name, lambda: check(new, old))
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
+        # A client cannot write managedFields: the server records who set what.
+        if "managedFields" in old_meta:
+            new_meta["managedFields"] = old_meta["managedFields"]
+        else:
+            new_meta.pop("managedFields", None)
         if new == old:
+            return old  # a no-op update does not write (and keeps the resourceVersion)
+        self._record_fields(resource, new, old, manager, apply, subresource)
+        if _without_times(new) == _without_times(old):
             return old  # a no-op update does not write (and keeps the resourceVersion)
         if dry_run:
             return new
@@ -539,6 +566,42 @@ class Registry:
             unknown = ", ".join(f'unknown field "{path}"' for path in report.unknown)
             raise _cannot_handle(resource, DecodeError(f"strict decoding error: {unknown}"))
 
+    def _record_fields(
+        self,
+        resource: ResourceType,
+        new: dict[str, Any],
+        old: dict[str, Any] | None,
+        manager: str,
+        apply: Apply | None,
+        subresource: str,
+    ) -> None:
+        """Record in ``metadata.managedFields`` which fields ``manager`` set."""
+        if subresource == "binding" or not manager:
+            return
+        now = format_time(self.clock.now())
+        skip_status = self.strategy(resource).has_status
+        if apply is not None:
+            fieldmanager.record_apply(
+                new,
+                old,
+                apply.config,
+                manager,
+                resource.api_version,
+                now,
+                force=apply.force,
+                skip_status=skip_status,
+            )
+        else:
+            fieldmanager.record_update(
+                new,
+                old,
+                manager,
+                resource.api_version,
+                now,
+                subresource=subresource,
+                skip_status=skip_status,
+            )
+
     def _run_strategy(self, resource: ResourceType, name: str, step: Callable[[], None]) -> None:
         try:
             step()
@@ -554,6 +617,13 @@ class Registry:
             raise _cannot_handle(resource, error) from error
         if errors:
             raise APIError.invalid(resource, name, errors)
+
+
+def _without_times(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with the managedFields timestamps left out (they alone are no change)."""
+    entries = meta(obj).get("managedFields") or []
+    stripped = [{k: v for k, v in e.items() if k != "time"} for e in entries if isinstance(e, dict)]
+    return {**obj, "metadata": {**meta(obj), "managedFields": stripped}}
 
 
 def _cannot_handle(resource: ResourceType, error: DecodeError) -> APIError:

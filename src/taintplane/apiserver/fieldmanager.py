@@ -1,0 +1,343 @@
+"""Field ownership for server-side apply: ``metadata.managedFields`` and apply conflicts.
+
+Every write records which manager set which fields, in Kubernetes' FieldsV1 form
+(``{"f:spec": {"f:taints": {}}}``). An update (PUT, or a non-apply PATCH) takes ownership of
+the fields whose values it changed; nobody else loses a field it did not change. An apply of
+configuration C by manager M:
+
+* conflicts where another manager owns a field C sets to a different value (unless forced,
+  in which case M takes it over);
+* removes from the object the fields M applied before but C no longer names (and nobody
+  else owns);
+* merges C into the object (maps by key, lists with a merge key by element, other lists and
+  scalars replaced) and records exactly C's fields as M's.
+
+Lists with a patch merge key are associative (elements ``k:{"name":"c"}``), ``finalizers``
+is a set (``v:"x"``), every other list is atomic (owned as a whole), as in the served kinds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from taintplane.apiserver.patch import MERGE_KEYS, MERGE_PRIMITIVE_LISTS
+
+__all__ = [
+    "Conflict",
+    "FieldPath",
+    "apply_conflicts",
+    "conflict_message",
+    "fields_of",
+    "record_apply",
+    "record_update",
+    "render_path",
+    "to_fields_v1",
+]
+
+FieldPath = tuple[str, ...]
+#: Fields the system sets; nobody owns them.
+_SYSTEM_METADATA = {
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+}
+
+
+@dataclass(frozen=True)
+class Conflict:
+    manager: str
+    api_version: str
+    path: FieldPath
+
+
+def _element_key(field: str, item: Any) -> str | None:
+    key = MERGE_KEYS.get(field)
+    if key is None or not isinstance(item, Mapping) or key not in item:
+        return None
+    return "k:" + json.dumps({key: item[key]}, separators=(",", ":"))
+
+
+def fields_of(obj: Mapping[str, Any], *, skip_status: bool = False) -> dict[FieldPath, Any]:
+    """Every owned leaf of ``obj`` with its value."""
+    leaves: dict[FieldPath, Any] = {}
+    for key, value in obj.items():
+        if key in ("apiVersion", "kind") or (skip_status and key == "status"):
+            continue
+        if key == "metadata" and isinstance(value, Mapping):
+            value = {
+                k: v
+                for k, v in value.items()
+                if k not in _SYSTEM_METADATA and k not in ("name", "namespace")
+            }
+            if not value:
+                continue  # naming the object is not owning a field
+        _walk(("f:" + key,), key, value, leaves)
+    return leaves
+
+
+def _walk(path: FieldPath, field: str, value: Any, leaves: dict[FieldPath, Any]) -> None:
+    if isinstance(value, Mapping) and value:
+        for key, item in value.items():
+            _walk((*path, "f:" + key), key, item, leaves)
+        return
+    if isinstance(value, list) and value and field in MERGE_KEYS:
+        keys = [_element_key(field, item) for item in value]
+        if all(keys):
+            for element, item in zip(keys, value, strict=True):
+                assert element is not None
+                leaves[(*path, element, ".")] = None
+                for key, inner in item.items():
+                    _walk((*path, element, "f:" + key), key, inner, leaves)
+            return
+    if isinstance(value, list) and field in MERGE_PRIMITIVE_LISTS:
+        for item in value:
+            leaves[(*path, "v:" + json.dumps(item, separators=(",", ":")))] = item
+        return
+    leaves[path] = value
+
+
+def to_fields_v1(paths: Iterator[FieldPath] | list[FieldPath]) -> dict[str, Any]:
+    tree: dict[str, Any] = {}
+    for path in paths:
+        node = tree
+        for part in path:
+            node = node.setdefault(part, {})
+    return tree
+
+
+def _from_fields_v1(tree: Mapping[str, Any], prefix: FieldPath = ()) -> set[FieldPath]:
+    paths: set[FieldPath] = set()
+    for key, child in tree.items():
+        path = (*prefix, key)
+        if isinstance(child, Mapping) and child:
+            paths |= _from_fields_v1(child, path)
+        else:
+            paths.add(path)
+    return paths
+
+
+def render_path(path: FieldPath) -> str:
+    """A path as Kubernetes prints it: ``.spec.containers[name="c"].image``."""
+    out = ""
+    for part in path:
+        if part == ".":
+            continue
+        if part.startswith("f:"):
+            out += "." + part[2:]
+        elif part.startswith("k:"):
+            selector = json.loads(part[2:])
+            out += "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in selector.items()) + "]"
+        elif part.startswith("v:"):
+            out += f"[={part[2:]}]"
+    return out
+
+
+def _entries(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
+    entries = metadata.get("managedFields")
+    return [dict(e) for e in entries if isinstance(e, Mapping)] if isinstance(entries, list) else []
+
+
+def _owned(entry: Mapping[str, Any]) -> set[FieldPath]:
+    tree = entry.get("fieldsV1")
+    return _from_fields_v1(tree) if isinstance(tree, Mapping) else set()
+
+
+def _store(
+    entries: list[dict[str, Any]],
+    manager: str,
+    operation: str,
+    api_version: str,
+    now: str,
+    paths: set[FieldPath],
+    subresource: str,
+) -> list[dict[str, Any]]:
+    kept = [
+        e
+        for e in entries
+        if not (
+            e.get("manager") == manager
+            and e.get("operation") == operation
+            and e.get("subresource", "") == subresource
+        )
+    ]
+    if paths:
+        entry: dict[str, Any] = {
+            "manager": manager,
+            "operation": operation,
+            "apiVersion": api_version,
+            "time": now,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": to_fields_v1(sorted(paths)),
+        }
+        if subresource:
+            entry["subresource"] = subresource
+        kept.append(entry)
+    return [e for e in kept if _owned(e)]
+
+
+def _disown(
+    entries: list[dict[str, Any]], paths: set[FieldPath], keep: tuple[str, str, str]
+) -> None:
+    for entry in entries:
+        if (entry.get("manager"), entry.get("operation"), entry.get("subresource", "")) == keep:
+            continue
+        owned = _owned(entry)
+        remaining = {p for p in owned if not any(p[: len(q)] == q for q in paths)}
+        if remaining != owned:
+            entry["fieldsV1"] = to_fields_v1(sorted(remaining))
+
+
+def record_update(
+    new: dict[str, Any],
+    old: Mapping[str, Any] | None,
+    manager: str,
+    api_version: str,
+    now: str,
+    *,
+    subresource: str = "",
+    skip_status: bool = False,
+) -> None:
+    """Give ``manager`` the fields this write changed, in ``new["metadata"]["managedFields"]``."""
+    metadata = new.setdefault("metadata", {})
+    entries = _entries(old.get("metadata", {}) if old else {})
+    after = fields_of(new, skip_status=skip_status and subresource != "status")
+    before = fields_of(old, skip_status=skip_status and subresource != "status") if old else {}
+    changed = {p for p, v in after.items() if p not in before or before[p] != v}
+    removed = {p for p in before if p not in after}
+    key = (manager, "Update", subresource)
+    _disown(entries, changed | removed, key)
+    mine = next(
+        (
+            _owned(e)
+            for e in entries
+            if (e.get("manager"), e.get("operation"), e.get("subresource", "")) == key
+        ),
+        set(),
+    )
+    mine = {p for p in mine if p in after} | changed
+    metadata["managedFields"] = _store(
+        entries, manager, "Update", api_version, now, mine, subresource
+    )
+    if not metadata["managedFields"]:
+        del metadata["managedFields"]
+
+
+def apply_conflicts(
+    live: Mapping[str, Any], config: Mapping[str, Any], manager: str, *, skip_status: bool
+) -> list[Conflict]:
+    """Fields ``config`` sets to a value other than the live one that another manager owns."""
+    live_fields = fields_of(live, skip_status=skip_status)
+    conflicts: list[Conflict] = []
+    for path, value in fields_of(config, skip_status=skip_status).items():
+        if path in live_fields and live_fields[path] == value:
+            continue
+        for entry in _entries(live.get("metadata", {})):
+            if entry.get("manager") == manager and entry.get("operation") == "Apply":
+                continue
+            if any(path[: len(o)] == o or o[: len(path)] == path for o in _owned(entry)):
+                conflicts.append(
+                    Conflict(str(entry.get("manager")), str(entry.get("apiVersion", "")), path)
+                )
+    return conflicts
+
+
+def record_apply(
+    result: dict[str, Any],
+    live: Mapping[str, Any] | None,
+    config: Mapping[str, Any],
+    manager: str,
+    api_version: str,
+    now: str,
+    *,
+    force: bool,
+    skip_status: bool,
+) -> None:
+    """Record ``config``'s fields as ``manager``'s apply set (taking them from others if forced)."""
+    metadata = result.setdefault("metadata", {})
+    entries = _entries(live.get("metadata", {}) if live else {})
+    applied = set(fields_of(config, skip_status=skip_status))
+    if force:
+        _disown(entries, applied, (manager, "Apply", ""))
+    metadata["managedFields"] = _store(entries, manager, "Apply", api_version, now, applied, "")
+
+
+def previously_applied(live: Mapping[str, Any], manager: str) -> set[FieldPath]:
+    for entry in _entries(live.get("metadata", {})):
+        if entry.get("manager") == manager and entry.get("operation") == "Apply":
+            return _owned(entry)
+    return set()
+
+
+def owned_by_others(live: Mapping[str, Any], manager: str) -> set[FieldPath]:
+    owned: set[FieldPath] = set()
+    for entry in _entries(live.get("metadata", {})):
+        if not (entry.get("manager") == manager and entry.get("operation") == "Apply"):
+            owned |= _owned(entry)
+    return owned
+
+
+def remove_path(obj: dict[str, Any], path: FieldPath) -> None:
+    """Delete the field or list element at ``path`` from ``obj`` (no-op if absent)."""
+    node: Any = obj
+    for i, part in enumerate(path):
+        last = i == len(path) - 1 or path[i + 1] == "."
+        if part.startswith("f:") and isinstance(node, dict):
+            if last:
+                node.pop(part[2:], None)
+                return
+            node = node.get(part[2:])
+        elif part.startswith("k:") and isinstance(node, list):
+            selector = json.loads(part[2:])
+            index = next(
+                (
+                    j
+                    for j, item in enumerate(node)
+                    if isinstance(item, dict) and all(item.get(k) == v for k, v in selector.items())
+                ),
+                None,
+            )
+            if index is None:
+                return
+            if last:
+                del node[index]
+                return
+            node = node[index]
+        elif part.startswith("v:") and isinstance(node, list):
+            value = json.loads(part[2:])
+            if value in node:
+                node.remove(value)
+            return
+        else:
+            return
+
+
+def conflict_message(conflicts: list[Conflict]) -> str:
+    """The apiserver's message for apply conflicts (one, or grouped by sorted manager)."""
+
+    def who(conflict: Conflict) -> str:
+        # Update managers are named with their API version; appliers by name alone.
+        return (
+            f'"{conflict.manager}" using {conflict.api_version}'
+            if conflict.api_version
+            else f'"{conflict.manager}"'
+        )
+
+    if len(conflicts) == 1:
+        c = conflicts[0]
+        return f"Apply failed with 1 conflict: conflict with {who(c)}: {render_path(c.path)}"
+    grouped: dict[str, list[Conflict]] = {}
+    for c in conflicts:
+        grouped.setdefault(who(c), []).append(c)
+    lines: list[str] = []
+    for manager in sorted(grouped):
+        lines.append(f"conflicts with {manager}:")
+        lines += [f"- {render_path(c.path)}" for c in grouped[manager]]
+    return f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
