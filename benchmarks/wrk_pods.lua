@@ -4,6 +4,18 @@ local pods = tonumber(os.getenv("WRK_PODS") or "150000")
 local namespaces = tonumber(os.getenv("WRK_NAMESPACES") or "10")
 local mode = os.getenv("WRK_MODE") or "get"
 local counter = 0
+local threads = 0
+
+-- Each thread gets its own random sequence (wrk seeds every thread alike otherwise, and
+-- identical sequences make every PATCH collide with the other thread's).
+setup = function(thread)
+  threads = threads + 1
+  thread:set("seed", threads)
+end
+
+init = function(args)
+  math.randomseed(seed * 7919 + os.time())
+end
 
 request = function()
   local i = math.random(0, pods - 1)

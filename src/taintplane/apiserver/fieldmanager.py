@@ -104,6 +104,29 @@ def _walk(path: FieldPath, field: str, value: Any, leaves: dict[FieldPath, Any])
     leaves[path] = value
 
 
+def _changed_parts(
+    new: Mapping[str, Any], old: Mapping[str, Any] | None, skip_status: bool
+) -> tuple[dict[FieldPath, Any], dict[FieldPath, Any]]:
+    """Leaves of ``new`` and ``old`` under the top-level and metadata fields that differ
+    (equal parts own nothing new, so a small change costs little on a large object)."""
+    if old is None:
+        return fields_of(new, skip_status=skip_status), {}
+    new_part: dict[str, Any] = {}
+    old_part: dict[str, Any] = {}
+    for key in set(new) | set(old):
+        if key == "metadata":
+            new_meta, old_meta = new.get(key) or {}, old.get(key) or {}
+            changed = {k for k in set(new_meta) | set(old_meta) if new_meta.get(k) != old_meta.get(k)}
+            new_part["metadata"] = {k: v for k, v in new_meta.items() if k in changed}
+            old_part["metadata"] = {k: v for k, v in old_meta.items() if k in changed}
+        elif new.get(key) != old.get(key):
+            if key in new:
+                new_part[key] = new[key]
+            if key in old:
+                old_part[key] = old[key]
+    return fields_of(new_part, skip_status=skip_status), fields_of(old_part, skip_status=skip_status)
+
+
 def to_fields_v1(paths: Iterator[FieldPath] | list[FieldPath]) -> dict[str, Any]:
     tree: dict[str, Any] = {}
     for path in paths:
@@ -208,8 +231,8 @@ def record_update(
     """Give ``manager`` the fields this write changed, in ``new["metadata"]["managedFields"]``."""
     metadata = new.setdefault("metadata", {})
     entries = _entries(old.get("metadata", {}) if old else {})
-    after = fields_of(new, skip_status=skip_status and subresource != "status")
-    before = fields_of(old, skip_status=skip_status and subresource != "status") if old else {}
+    skip = skip_status and subresource != "status"
+    after, before = _changed_parts(new, old, skip)
     changed = {p for p, v in after.items() if p not in before or before[p] != v}
     removed = {p for p in before if p not in after}
     key = (manager, "Update", subresource)
@@ -222,7 +245,8 @@ def record_update(
         ),
         set(),
     )
-    mine = {p for p in mine if p in after} | changed
+    # Keep what this manager owned unless the write removed it.
+    mine = {p for p in mine if not any(p[: len(r)] == r for r in removed)} | changed
     metadata["managedFields"] = _store(
         entries, manager, "Update", api_version, now, mine, subresource
     )

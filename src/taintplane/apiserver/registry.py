@@ -321,7 +321,7 @@ class Registry:
             # precondition (a patch that names a resourceVersion).
             meta(current).pop("resourceVersion", None)
             new = mutate(current)
-            self._check_type(resource, new, field_validation)
+            self._check_type(resource, new, field_validation, baseline=old)
             pinned = meta(new).get("resourceVersion")
             if pinned and pinned != meta(old)["resourceVersion"]:
                 raise from_store_error(store_errors.Conflict(name, 0), resource, name)
@@ -541,7 +541,11 @@ class Registry:
     # ---- helpers ---------------------------------------------------------------------------
 
     def _check_type(
-        self, resource: ResourceType, obj: dict[str, Any], field_validation: str = "Warn"
+        self,
+        resource: ResourceType,
+        obj: dict[str, Any],
+        field_validation: str = "Warn",
+        baseline: dict[str, Any] | None = None,
     ) -> None:
         kind, api_version = obj.get("kind"), obj.get("apiVersion")
         if api_version and api_version != resource.api_version:
@@ -559,7 +563,7 @@ class Registry:
         if schema is None:
             return
         try:
-            report = typecheck.check_object(obj, schema)
+            report = typecheck.check_object(obj, schema, baseline)
         except typecheck.TypeCheckError as error:
             raise _cannot_handle(resource, DecodeError(error.message)) from error
         if report.unknown and field_validation == "Strict":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -20,6 +21,7 @@ __all__ = ["TypeCheckError", "TypeReport", "check_object", "schemas"]
 
 #: Maps of quantities, which Go reads from JSON strings and numbers alike.
 QUANTITY_MAPS = {"requests", "limits", "capacity", "allocatable", "overhead", "podFixed"}
+_MISSING = object()
 _JSON_TYPE = {
     bool: "bool",
     int: "number",
@@ -90,31 +92,53 @@ def _fail(value: Any, struct: str, path: str, schema: dict[str, Any]) -> TypeChe
     )
 
 
-def check_object(obj: dict[str, Any], kind_schema: str) -> TypeReport:
-    """Check ``obj`` against the schema named ``kind_schema``; raises on a type mismatch."""
+def check_object(
+    obj: dict[str, Any], kind_schema: str, baseline: Mapping[str, Any] | None = None
+) -> TypeReport:
+    """Check ``obj`` against the schema named ``kind_schema``; raises on a type mismatch.
+
+    Parts equal to ``baseline`` (the stored object an update starts from, checked when it
+    was written) are skipped, so a small patch costs little however large the object.
+    """
     report = TypeReport()
-    _check_struct(obj, kind_schema, "", report)
+    _check_struct(obj, kind_schema, "", report, baseline)
     return report
 
 
-def _check_struct(value: dict[str, Any], name: str, path: str, report: TypeReport) -> None:
+def _check_struct(
+    value: dict[str, Any],
+    name: str,
+    path: str,
+    report: TypeReport,
+    baseline: Mapping[str, Any] | None = None,
+) -> None:
     schema = schemas()["schemas"].get(name)
     if schema is None:
         return
     struct = name.rsplit(".", 1)[1]
     properties: dict[str, Any] = schema.get("properties") or {}
     for key, item in value.items():
+        before = baseline.get(key, _MISSING) if baseline is not None else _MISSING
+        if before is not _MISSING and before == item:
+            continue
         child_path = f"{path}.{key}" if path else key
         prop = properties.get(key)
         if prop is None:
             if key not in ("apiVersion", "kind") or "apiVersion" not in properties:
                 report.unknown.append(child_path)
             continue
-        _check_value(item, prop, struct, child_path, key, report)
+        _check_value(item, prop, struct, child_path, key, report,
+                     before if isinstance(before, Mapping) else None)
 
 
 def _check_value(
-    value: Any, schema: dict[str, Any], struct: str, path: str, key: str, report: TypeReport
+    value: Any,
+    schema: dict[str, Any],
+    struct: str,
+    path: str,
+    key: str,
+    report: TypeReport,
+    baseline: Mapping[str, Any] | None = None,
 ) -> None:
     if value is None or not schema:
         # null is Go's zero value; an untyped field (IntOrString, RawExtension) takes anything.
@@ -125,7 +149,7 @@ def _check_value(
         if target.get("type") == "object" and "properties" in target:
             if not isinstance(value, dict):
                 raise _fail(value, struct, path, schema)
-            _check_struct(value, ref, path, report)
+            _check_struct(value, ref, path, report, baseline)
         return
     kind = schema.get("type")
     if kind == "array":
