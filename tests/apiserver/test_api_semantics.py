@@ -343,3 +343,23 @@ def test_a_patch_that_names_a_stale_resource_version_conflicts(api):
     )
     assert stale.status_code == 409
     assert "b" not in api.get("/api/v1/nodes/pinned").json()["metadata"]["labels"]
+
+
+def test_lists_without_selectors_carry_each_items_resource_version(api):
+    deployment = {
+        "metadata": {"name": "spliced"},
+        "spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+    }
+    created = api.post("/apis/apps/v1/namespaces/default/deployments", json=deployment).json()
+    listed = api.get("/apis/apps/v1/namespaces/default/deployments").json()
+    assert listed["kind"] == "DeploymentList"
+    item = listed["items"][0]
+    assert item["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert "resourceVersion" not in item["spec"]["template"]["metadata"]
+    assert item == api.get("/apis/apps/v1/namespaces/default/deployments/spliced").json()

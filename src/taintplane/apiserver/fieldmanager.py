@@ -116,7 +116,9 @@ def _changed_parts(
     for key in set(new) | set(old):
         if key == "metadata":
             new_meta, old_meta = new.get(key) or {}, old.get(key) or {}
-            changed = {k for k in set(new_meta) | set(old_meta) if new_meta.get(k) != old_meta.get(k)}
+            changed = {
+                k for k in set(new_meta) | set(old_meta) if new_meta.get(k) != old_meta.get(k)
+            }
             new_part["metadata"] = {k: v for k, v in new_meta.items() if k in changed}
             old_part["metadata"] = {k: v for k, v in old_meta.items() if k in changed}
         elif new.get(key) != old.get(key):
@@ -124,7 +126,9 @@ def _changed_parts(
                 new_part[key] = new[key]
             if key in old:
                 old_part[key] = old[key]
-    return fields_of(new_part, skip_status=skip_status), fields_of(old_part, skip_status=skip_status)
+    return fields_of(new_part, skip_status=skip_status), fields_of(
+        old_part, skip_status=skip_status
+    )
 
 
 def to_fields_v1(paths: Iterator[FieldPath] | list[FieldPath]) -> dict[str, Any]:

@@ -239,15 +239,40 @@ class ResourceHandlers:
     async def _list(self, request: Request, info: RequestInfo) -> Response:
         labels, fields = self._selectors(request)
         self._check_fields(info.resource, fields)
-        limit = _query_int(request, "limit") or 0
+        limit = max(_query_int(request, "limit") or 0, 0)
+        continue_token = request.query_params.get("continue") or None
+        resource_version = request.query_params.get("resourceVersion", "")
+        if (
+            labels is None
+            and fields is None
+            and not codec.wants_table(request.headers.get("accept"))
+        ):
+            # The large lists (informers, -o json) go out without decoding a single object.
+            items, rv, token = await self.registry.list_raw(
+                info.resource,
+                info.namespace,
+                limit=limit,
+                continue_token=continue_token,
+                resource_version=resource_version,
+            )
+            raw_meta = {"resourceVersion": rv, **({"continue": token} if token else {})}
+            head = codec.encode(
+                {
+                    "kind": info.resource.list_kind,
+                    "apiVersion": info.resource.api_version,
+                    "metadata": raw_meta,
+                }
+            )
+            body = head[:-1] + b',"items":[' + b",".join(items) + b"]}"
+            return Response(body, media_type="application/json")
         page = await self.registry.list(
             info.resource,
             info.namespace,
             labels=labels,
             fields=fields,
-            limit=max(limit, 0),
-            continue_token=request.query_params.get("continue") or None,
-            resource_version=request.query_params.get("resourceVersion", ""),
+            limit=limit,
+            continue_token=continue_token,
+            resource_version=resource_version,
         )
         list_meta: dict[str, Any] = {"resourceVersion": page.resource_version}
         if page.continue_token:

@@ -30,10 +30,11 @@ from taintplane.apiserver.strategies import Strategy, strategy_for
 from taintplane.apiserver.strategies.base import meta
 from taintplane.clock import Clock
 from taintplane.store import errors as store_errors
-from taintplane.store.interface import KV, EventType, Store, Watch
+from taintplane.store.interface import KV, EventType, ListResult, Store, Watch
 
 __all__ = ["Admit", "Apply", "ListPage", "Registry", "WatchItem", "WatchProgress"]
 
+_METADATA = b'"metadata":{'
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 
@@ -127,9 +128,23 @@ class Registry:
 
     @staticmethod
     def _encode(obj: dict[str, Any]) -> bytes:
-        stored = dict(obj)
+        # apiVersion, kind and metadata first: then the first nested object in the bytes is
+        # metadata, which lets reads splice the resourceVersion in without decoding.
+        stored: dict[str, Any] = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind")}
         stored["metadata"] = {k: v for k, v in meta(obj).items() if k != "resourceVersion"}
+        stored.update((k, v) for k, v in obj.items() if k not in stored)
         return orjson.dumps(stored)
+
+    @staticmethod
+    def splice(kv: KV) -> bytes:
+        """The stored JSON with ``metadata.resourceVersion`` injected, without decoding it
+        (STORAGE.md §2.4: about 3x cheaper than an orjson round trip)."""
+        raw = kv.value
+        at = raw.find(_METADATA)
+        if at < 0 or raw.find(b"{", 1) != at + len(_METADATA) - 1:
+            return orjson.dumps(Registry._decode(kv))
+        cut = at + len(_METADATA)
+        return raw[:cut] + b'"resourceVersion":"%d",' % kv.mod_revision + raw[cut:]
 
     def _key(self, resource: ResourceType, namespace: str, name: str) -> str:
         return resource.storage_key(namespace, name)
@@ -158,31 +173,12 @@ class Registry:
         resource_version: str = "",
     ) -> ListPage:
         strategy = self.strategy(resource)
-        revision = 0
-        after: str | None = None
-        if continue_token:
-            revision, after = _decode_continue(continue_token)
-        elif resource_version not in ("", "0"):
-            revision = _parse_rv(resource_version)
-            current = await self.store.current_revision()
-            if revision > current:
-                raise from_store_error(store_errors.FutureRevision(revision, current), resource, "")
-            revision = 0  # NotOlderThan: the latest state is never older
-        prefix = self._prefix(resource, namespace)
+        revision, after = await self._list_start(resource, continue_token, resource_version)
         items: list[dict[str, Any]] = []
+        # With selectors, a page of matches may need several store pages.
         page_size = max(limit, 500) if limit else 0
         while True:
-            try:
-                page = await self.store.list(
-                    prefix, revision=revision, limit=page_size, continue_after=after
-                )
-            except store_errors.Compacted as error:
-                raise APIError.gone(
-                    "The provided continue parameter is too old to display a consistent list "
-                    "result. You can start a new list without the continue parameter, or use "
-                    f"the continue token in this response to retrieve the remainder of the "
-                    f"results. ({error})"
-                ) from error
+            page = await self._page(resource, namespace, revision, page_size, after)
             revision = page.revision
             for kv in page.items:
                 obj = self._decode(kv)
@@ -198,6 +194,54 @@ class Registry:
             if page.continue_after is None:
                 return ListPage(items, str(revision), None)
             after = page.continue_after
+
+    async def list_raw(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        *,
+        limit: int = 0,
+        continue_token: str | None = None,
+        resource_version: str = "",
+    ) -> tuple[Sequence[bytes], str, str | None]:
+        """A list page as encoded items, for lists without selectors (the common large case:
+        informers and ``-o json``): no object is decoded."""
+        revision, after = await self._list_start(resource, continue_token, resource_version)
+        page = await self._page(resource, namespace, revision, limit, after)
+        token = (
+            _encode_continue(page.revision, page.continue_after) if page.continue_after else None
+        )
+        return [self.splice(kv) for kv in page.items], str(page.revision), token
+
+    async def _list_start(
+        self, resource: ResourceType, continue_token: str | None, resource_version: str
+    ) -> tuple[int, str | None]:
+        if continue_token:
+            return _decode_continue(continue_token)
+        if resource_version not in ("", "0"):
+            revision = _parse_rv(resource_version)
+            current = await self.store.current_revision()
+            if revision > current:
+                raise from_store_error(store_errors.FutureRevision(revision, current), resource, "")
+        return 0, None  # NotOlderThan any given revision: the latest state is never older
+
+    async def _page(
+        self, resource: ResourceType, namespace: str, revision: int, limit: int, after: str | None
+    ) -> ListResult:
+        try:
+            return await self.store.list(
+                self._prefix(resource, namespace),
+                revision=revision,
+                limit=limit,
+                continue_after=after,
+            )
+        except store_errors.Compacted as error:
+            raise APIError.gone(
+                "The provided continue parameter is too old to display a consistent list "
+                "result. You can start a new list without the continue parameter, or use "
+                f"the continue token in this response to retrieve the remainder of the "
+                f"results. ({error})"
+            ) from error
 
     # ---- create ----------------------------------------------------------------------------
 

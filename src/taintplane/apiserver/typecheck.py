@@ -11,8 +11,8 @@ reported for ``fieldValidation=Strict`` (400) and ``Warn`` (a warning), as kube-
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -127,8 +127,15 @@ def _check_struct(
             if key not in ("apiVersion", "kind") or "apiVersion" not in properties:
                 report.unknown.append(child_path)
             continue
-        _check_value(item, prop, struct, child_path, key, report,
-                     before if isinstance(before, Mapping) else None)
+        _check_value(
+            item,
+            prop,
+            struct,
+            child_path,
+            key,
+            report,
+            before if isinstance(before, Mapping) else None,
+        )
 
 
 def _check_value(

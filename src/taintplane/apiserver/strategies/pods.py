@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-
-import orjson
 from collections.abc import Mapping
 from typing import Any
+
+import orjson
 
 from taintplane.api import names
 from taintplane.api.field import FieldError, Path
