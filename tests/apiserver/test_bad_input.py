@@ -257,3 +257,18 @@ def test_fuzzed_requests_never_get_a_5xx(api, target, body, patch_type):
     assert response.status_code < 500, response.text
     if response.status_code >= 400:
         assert response.json()["kind"] == "Status"
+
+
+def test_an_apply_with_a_malformed_merge_list_is_a_400(api):
+    api.post("/api/v1/nodes", json={"metadata": {"name": "apply-bad"}})
+    # Found by the fuzz test: an element that is not an object in a list merged by key.
+    response = api.patch(
+        "/api/v1/nodes/apply-bad?fieldManager=fuzz",
+        json={"containers": [None]},
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
+    assert response.status_code == 400
+    assert (
+        status_of(response)["message"]
+        == "a list of containers merges by name: every element must be an object"
+    )

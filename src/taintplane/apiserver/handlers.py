@@ -383,7 +383,10 @@ class ResourceHandlers:
             others = fieldmanager.owned_by_others(current, manager)
             for path in fieldmanager.previously_applied(current, manager) - named - others:
                 fieldmanager.remove_path(current, path)
-            return apply_strategic_merge_patch(current, applied)
+            try:
+                return apply_strategic_merge_patch(current, applied)
+            except PatchError as error:
+                raise APIError.bad_request(error.message) from error
 
         updated = await self.registry.guaranteed_update(
             info.resource,
