@@ -363,3 +363,53 @@ def test_lists_without_selectors_carry_each_items_resource_version(api):
     assert item["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     assert "resourceVersion" not in item["spec"]["template"]["metadata"]
     assert item == api.get("/apis/apps/v1/namespaces/default/deployments/spliced").json()
+
+
+def test_events_are_served_in_both_versions_from_one_store(api):
+    event = {
+        "metadata": {"name": "ev-1"},
+        "involvedObject": {"kind": "Node", "name": "n1"},
+        "reason": "NodeNotReady",
+        "message": "Node n1 status is now: NodeNotReady",
+        "type": "Normal",
+        "reportingComponent": "node-controller",
+        "count": 1,
+    }
+    created = api.post("/api/v1/namespaces/default/events", json=event)
+    assert created.status_code == 201
+    as_v1 = api.get("/apis/events.k8s.io/v1/namespaces/default/events/ev-1").json()
+    assert as_v1["apiVersion"] == "events.k8s.io/v1"
+    assert as_v1["regarding"] == {"kind": "Node", "name": "n1"}
+    assert as_v1["note"] == "Node n1 status is now: NodeNotReady"
+    assert as_v1["reportingController"] == "node-controller"
+    assert as_v1["deprecatedCount"] == 1
+    assert "involvedObject" not in as_v1
+    new = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "ev-2"},
+        "regarding": {"kind": "Pod", "name": "p"},
+        "note": "scheduled",
+        "reason": "Scheduled",
+        "type": "Normal",
+        "reportingController": "default-scheduler",
+        "action": "Binding",
+    }
+    assert api.post("/apis/events.k8s.io/v1/namespaces/default/events", json=new).status_code == 201
+    core = api.get("/api/v1/namespaces/default/events/ev-2").json()
+    assert (core["apiVersion"], core["involvedObject"]["name"], core["message"]) == (
+        "v1",
+        "p",
+        "scheduled",
+    )
+    patched = api.patch(
+        "/apis/events.k8s.io/v1/namespaces/default/events/ev-2",
+        json={"note": "bound"},
+        headers={"Content-Type": "application/merge-patch+json"},
+    ).json()
+    assert patched["note"] == "bound"
+    listed = api.get("/apis/events.k8s.io/v1/namespaces/default/events").json()
+    assert listed["kind"] == "EventList"
+    assert listed["apiVersion"] == "events.k8s.io/v1"
+    assert {e["metadata"]["name"] for e in listed["items"]} >= {"ev-1", "ev-2"}
+    assert all("note" in e for e in listed["items"])

@@ -101,6 +101,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         ),
     ),
     _core("Event", "events", True, short_names=("ev",)),
+    ResourceType("events.k8s.io", "v1", "Event", "events", True, short_names=("ev",)),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True),
     ResourceType("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", False),
     ResourceType(

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterable, AsyncIterator
+from dataclasses import replace
 from typing import Any
 
+import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, Scheme
-from taintplane.apiserver import discovery
+from taintplane.apiserver import codec, discovery
+from taintplane.apiserver.conversion import VIEWS, View
 from taintplane.apiserver.handlers import ResourceHandlers, json_response
 from taintplane.apiserver.openapi import OpenAPI
 from taintplane.apiserver.registry import Registry
-from taintplane.apiserver.requestinfo import parse_resource_path
+from taintplane.apiserver.requestinfo import RequestInfo, parse_resource_path
 from taintplane.apiserver.status import APIError
 from taintplane.clock import Clock
 from taintplane.store.interface import Store
@@ -140,10 +144,41 @@ class APIServer:
         self, request: Request, group: str, version: str, segments: list[str]
     ) -> Response:
         info = parse_resource_path(self.scheme, group, version, segments)
+        view = VIEWS.get((group, version, info.resource.plural))
+        if view is not None:
+            return await self._converted(request, info, view)
         response = await self.handlers.handle(request, info)
         if info.resource.kind == "Namespace" and request.method == "DELETE" and info.name:
             self._finalize_later(info.name)
         return response
+
+    async def _converted(self, request: Request, info: RequestInfo, view: View) -> Response:
+        """A request for a kind served from another version's storage: convert the body in,
+        handle it as a request for the stored resource, convert the answer out."""
+        stored = self.scheme.lookup(*view.storage)
+        assert stored is not None
+        content_type = codec.media_type(request.headers.get("content-type"))
+        if request.method in ("POST", "PUT", "PATCH"):
+            raw = await request.body()
+            kind = (
+                "application/yaml"
+                if content_type.endswith("yaml")
+                else (
+                    "application/json"
+                    if content_type.endswith("json") or not content_type
+                    else content_type
+                )
+            )
+            body = codec.decode_body(raw, kind)
+            request.state.body = view.patch_to_storage(body, content_type, stored.api_version)
+        response = await self.handlers.handle(request, replace(info, resource=stored))
+        if isinstance(response, StreamingResponse):
+            response.body_iterator = _convert_lines(response.body_iterator, view)
+            return response
+        if response.media_type != "application/json":
+            return response
+        converted = view.from_storage(orjson.loads(bytes(response.body)))
+        return json_response(converted, response.status_code)
 
     # ---- namespace lifecycle ---------------------------------------------------------------
 
@@ -176,6 +211,13 @@ class APIServer:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+
+
+async def _convert_lines(lines: AsyncIterable[Any], view: View) -> AsyncIterator[bytes]:
+    async for line in lines:
+        event = orjson.loads(line)
+        event["object"] = view.from_storage(event.get("object"))
+        yield orjson.dumps(event) + b"\n"
 
 
 def _not_found() -> APIError:

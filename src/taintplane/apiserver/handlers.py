@@ -147,6 +147,8 @@ class ResourceHandlers:
     # ---- helpers ---------------------------------------------------------------------------
 
     async def _body(self, request: Request) -> Any:
+        if hasattr(request.state, "body"):
+            return request.state.body  # already converted from a served version (conversion.py)
         raw = await request.body()
         content_type = request.headers.get("content-type")
         if codec.media_type(content_type) == codec.PROTOBUF:
@@ -285,10 +287,13 @@ class ResourceHandlers:
         content_type = codec.media_type(request.headers.get("content-type"))
         if content_type not in codec.PATCH_TYPES:
             raise APIError.unsupported_media_type(content_type)
-        raw = await request.body()
-        patch = codec.decode_body(
-            raw, "application/yaml" if content_type.endswith("yaml") else "application/json"
-        )
+        if hasattr(request.state, "body"):
+            patch = request.state.body
+        else:
+            raw = await request.body()
+            patch = codec.decode_body(
+                raw, "application/yaml" if content_type.endswith("yaml") else "application/json"
+            )
         dry_run = self._dry_run(request)
         if content_type == "application/apply-patch+yaml":
             return await self._apply(request, info, patch, dry_run)
