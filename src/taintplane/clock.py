@@ -15,7 +15,7 @@ import asyncio
 import heapq
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -55,6 +55,21 @@ class VirtualClock:
         self._elapsed = 0.0
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
+        self._quiescence: list[Callable[[], Awaitable[bool]]] = []
+
+    def add_quiescence_check(self, check: Callable[[], Awaitable[bool]]) -> None:
+        """Work outside the event loop (a store's writer thread) that :meth:`advance` must wait
+        for: ``check`` waits for it and says whether there was any."""
+        self._quiescence.append(check)
+
+    async def _quiesce(self) -> None:
+        for _ in range(1000):
+            await settle()
+            waited = False
+            for check in self._quiescence:
+                waited = await check() or waited
+            if not waited:
+                return
 
     def now(self) -> datetime:
         return self._start + timedelta(seconds=self._elapsed)
@@ -80,16 +95,16 @@ class VirtualClock:
         if seconds < 0:
             raise ValueError("a clock cannot go back")
         target = self._elapsed + seconds
-        await settle()
+        await self._quiesce()
         while self._sleepers and self._sleepers[0][0] <= target:
             due, _, future = heapq.heappop(self._sleepers)
             if future.done():
                 continue
             self._elapsed = max(self._elapsed, due)
             future.set_result(None)
-            await settle()
+            await self._quiesce()
         self._elapsed = target
-        await settle()
+        await self._quiesce()
 
 
 async def settle(rounds: int = 64, is_quiet: Callable[[], bool] | None = None) -> None:

@@ -272,3 +272,18 @@ def test_an_apply_with_a_malformed_merge_list_is_a_400(api):
         status_of(response)["message"]
         == "a list of containers merges by name: every element must be an object"
     )
+
+
+def test_yaml_numbers_beyond_64_bits_are_a_400(api):
+    # Found by the fuzz test: YAML integers are unbounded, JSON ones are not.
+    api.post("/api/v1/nodes", json={"metadata": {"name": "big-number"}})
+    response = api.patch(
+        "/api/v1/nodes/big-number?fieldManager=fuzz",
+        content=b"x: -1180591620717411303423",
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
+    assert response.status_code == 400
+    assert (
+        status_of(response)["message"]
+        == "error converting YAML to JSON: Integer exceeds 64-bit range"
+    )

@@ -76,3 +76,17 @@ def test_bookmarks_arrive_on_the_interval_only_when_asked(virtual):
     assert asked.get(timeout=10)["type"] == "BOOKMARK"  # t=120
     assert asked.get(timeout=10) is None
     assert not_asked.get(timeout=10) is None
+
+
+def test_history_is_compacted_every_five_minutes(virtual):
+    cluster, clock = virtual
+    with httpx.Client(base_url=cluster.url) as client:
+        client.post("/api/v1/nodes", json={"metadata": {"name": "old-news"}})
+        old = client.get("/api/v1/nodes").json()["metadata"]["resourceVersion"]
+        client.post("/api/v1/nodes", json={"metadata": {"name": "newer"}})
+        advance(cluster, clock, 300)  # compacts to the revision seen at start-up
+        advance(cluster, clock, 300)  # compacts to the revision seen at t=300, after "old"
+        response = client.get("/api/v1/nodes", params={"watch": "true", "resourceVersion": old})
+        event = json.loads(response.text.splitlines()[0])
+    assert event["type"] == "ERROR"
+    assert event["object"]["code"] == 410

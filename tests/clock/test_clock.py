@@ -86,3 +86,39 @@ def test_cancelled_sleepers_are_skipped_and_time_cannot_go_back():
         await clock.sleep(0)
 
     asyncio.run(scenario())
+
+
+def test_advance_waits_for_work_outside_the_loop_before_moving_on():
+    import concurrent.futures
+
+    clock = VirtualClock()
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    inflight: set[asyncio.Future[None]] = set()
+    log: list[tuple[str, float]] = []
+
+    async def drained() -> bool:
+        if not inflight:
+            return False
+        await asyncio.gather(*inflight)
+        return True
+
+    clock.add_quiescence_check(drained)
+
+    async def ticker():
+        for _ in range(3):
+            await clock.sleep(10)
+            future = asyncio.get_running_loop().run_in_executor(pool, lambda: None)
+            inflight.add(future)
+            future.add_done_callback(inflight.discard)
+            await future  # a thread's work between two sleeps
+            log.append(("tick", clock.monotonic()))
+
+    async def scenario():
+        task = asyncio.create_task(ticker())
+        await clock.advance(0)
+        await clock.advance(30)
+        assert log == [("tick", 10), ("tick", 20), ("tick", 30)]
+        await task
+
+    asyncio.run(scenario())
+    pool.shutdown()

@@ -44,6 +44,7 @@ class APIServer:
         scheme: Scheme = SCHEME,
         server_address: str = "127.0.0.1:6443",
         bookmark_interval: float = 60.0,
+        compaction_interval: float = 300.0,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -54,6 +55,7 @@ class APIServer:
         self.app = Starlette(routes=[Route("/{path:path}", self.dispatch, methods=METHODS)])
         self._background: set[asyncio.Task[None]] = set()
         self.openapi = OpenAPI(scheme)
+        self.compaction_interval = compaction_interval
 
     # ---- start-up --------------------------------------------------------------------------
 
@@ -69,6 +71,22 @@ class APIServer:
         for namespace in (await self.registry.list(ns_type, "")).items:
             if namespace["metadata"].get("deletionTimestamp"):
                 self._finalize_later(namespace["metadata"]["name"])
+        self._spawn(self._compact_periodically())
+
+    async def _compact_periodically(self) -> None:
+        """Every interval, forget history older than the previous tick, as kube-apiserver
+        compacts etcd: watches and lists from older revisions then get 410 and relist."""
+        previous = await self.store.current_revision()
+        while True:
+            await self.clock.sleep(self.compaction_interval)
+            current = await self.store.current_revision()
+            await self.store.compact(previous)
+            previous = current
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _namespaces(self) -> Any:
         ns_type = self.scheme.lookup("", "v1", "namespaces")
@@ -183,9 +201,7 @@ class APIServer:
     # ---- namespace lifecycle ---------------------------------------------------------------
 
     def _finalize_later(self, namespace: str) -> None:
-        task = asyncio.create_task(self._finalize_namespace(namespace))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._spawn(self._finalize_namespace(namespace))
 
     async def _finalize_namespace(self, namespace: str) -> None:
         """Delete everything in a namespace being deleted, then the namespace itself (the

@@ -41,8 +41,12 @@ def decode_body(raw: bytes, content_type: str | None) -> Any:
             raise APIError.bad_request(f"error decoding JSON body: {error}") from error
     if kind in YAML_TYPES:
         try:
-            return yaml.safe_load(raw.decode("utf-8")) if raw.strip() else None
+            value = yaml.safe_load(raw.decode("utf-8")) if raw.strip() else None
+            # YAML has integers of any size, dates and more: keep only what JSON can carry.
+            return orjson.loads(orjson.dumps(value))
         except (yaml.YAMLError, UnicodeDecodeError) as error:
+            raise APIError.bad_request(f"error converting YAML to JSON: {error}") from error
+        except (TypeError, orjson.JSONEncodeError) as error:
             raise APIError.bad_request(f"error converting YAML to JSON: {error}") from error
     raise APIError.unsupported_media_type(kind)
 

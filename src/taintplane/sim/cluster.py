@@ -19,7 +19,7 @@ import uvicorn
 
 from taintplane.api.features import FeatureGates
 from taintplane.apiserver.app import APIServer
-from taintplane.clock import Clock, RealClock
+from taintplane.clock import Clock, RealClock, VirtualClock
 from taintplane.sim.kubeconfig import write_kubeconfig
 from taintplane.store.sqlite import SqliteStore
 
@@ -100,6 +100,9 @@ class Cluster:
         db = parse_store_spec(self.config.store, self.config.data_dir)
         db.parent.mkdir(parents=True, exist_ok=True)
         self.store = await SqliteStore(db, synchronous=self.config.synchronous).open()
+        if isinstance(self.clock, VirtualClock):
+            # Advancing virtual time waits for the writer thread too.
+            self.clock.add_quiescence_check(self.store.drained)
         self.apiserver = APIServer(
             self.store,
             self.clock,

@@ -119,6 +119,7 @@ class SqliteStore:
         self._reader: sqlite3.Connection | None = None
         self._local = threading.local()
         self._closed = False
+        self._inflight: set[asyncio.Future[Any]] = set()
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -218,8 +219,17 @@ class SqliteStore:
         if self._closed or self._loop is None:
             raise StoreError("store is closed")
         future: asyncio.Future[Any] = self._loop.create_future()
+        self._inflight.add(future)
+        future.add_done_callback(self._inflight.discard)
         self._queue.put(_Op(run, future))
         return await future
+
+    async def drained(self) -> bool:
+        """Wait until every submitted write has completed; whether there were any."""
+        if not self._inflight:
+            return False
+        await asyncio.gather(*list(self._inflight), return_exceptions=True)
+        return True
 
     # ---- writes --------------------------------------------------------------------------
 
