@@ -1,0 +1,1 @@
+"""The scheduler: a client of the API that binds pods to nodes."""
