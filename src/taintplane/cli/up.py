@@ -60,7 +60,13 @@ def _options(function: click.decorators.FC) -> click.decorators.FC:
 
 
 def _run(
-    data_dir: Path, port: int, store_spec: str | None, sync: str, feature_gates: str, what: str
+    data_dir: Path,
+    port: int,
+    store_spec: str | None,
+    sync: str,
+    feature_gates: str,
+    what: str,
+    components: tuple[str, ...],
 ) -> None:
     started = time.perf_counter()  # wall time of start-up, for the user
     try:
@@ -73,6 +79,7 @@ def _run(
         store=store_spec,
         synchronous="FULL" if sync == "full" else "NORMAL",
         features=features,
+        components=components,
     )
     cluster = Cluster(config)
     try:
@@ -118,8 +125,9 @@ def _run(
 def up_command(
     data_dir: Path, port: int, store_spec: str | None, sync: str, feature_gates: str
 ) -> None:
-    """Run a whole local cluster (API server on an embedded SQLite store)."""
-    _run(data_dir, port, store_spec, sync, feature_gates, "cluster")
+    """Run a whole local cluster: the API server on an embedded SQLite store and the
+    scheduler."""
+    _run(data_dir, port, store_spec, sync, feature_gates, "cluster", ("scheduler",))
 
 
 @click.command("serve")
@@ -128,4 +136,4 @@ def serve_command(
     data_dir: Path, port: int, store_spec: str | None, sync: str, feature_gates: str
 ) -> None:
     """Run the API server alone (for a split deployment)."""
-    _run(data_dir, port, store_spec, sync, feature_gates, "API server")
+    _run(data_dir, port, store_spec, sync, feature_gates, "API server", ())

@@ -8,20 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import uvicorn
 
 from taintplane.api.features import FeatureGates
+from taintplane.client import Client, InProcessTransport
 from taintplane.apiserver.app import APIServer
 from taintplane.clock import Clock, RealClock, VirtualClock
+from taintplane.scheduler.scheduler import Scheduler
 from taintplane.sim.kubeconfig import write_kubeconfig
 from taintplane.store.sqlite import SqliteStore
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Cluster", "ClusterConfig", "StoreSpecError", "parse_store_spec", "running_cluster"]
 
@@ -54,6 +59,8 @@ class ClusterConfig:
     store: str | None = None
     synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
     features: FeatureGates = field(default_factory=FeatureGates)
+    #: Components to run beside the API server (``serve`` runs none).
+    components: tuple[str, ...] = ("scheduler",)
 
 
 class Cluster:
@@ -67,6 +74,9 @@ class Cluster:
         self.port = config.port
         #: The event loop the cluster runs on (for tests that drive it from another thread).
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.client: Client | None = None
+        self.scheduler: Scheduler | None = None
+        self._components: list[asyncio.Task[None]] = []
 
     @property
     def url(self) -> str:
@@ -111,6 +121,12 @@ class Cluster:
         )
         await self.apiserver.bootstrap()
         write_kubeconfig(self.kubeconfig_path, self.url)
+        self.client = Client(
+            InProcessTransport(self.apiserver.app, user_agent="taintplane-components")
+        )
+        if "scheduler" in self.config.components:
+            self.scheduler = Scheduler(self.client, self.clock, features=self.config.features)
+            self._spawn(self.scheduler.run(), "scheduler")
         config = uvicorn.Config(
             self.apiserver.app,
             log_level="warning",
@@ -132,7 +148,20 @@ class Cluster:
         if self._server is not None:
             self._server.should_exit = True
 
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.create_task(work, name=name)
+        self._components.append(task)
+
+        def report(done: asyncio.Task[None]) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                log.error("component %s stopped", name, exc_info=done.exception())
+
+        task.add_done_callback(report)
+
     async def close(self) -> None:
+        for task in self._components:
+            task.cancel()
+        await asyncio.gather(*self._components, return_exceptions=True)
         if self.apiserver is not None:
             await self.apiserver.close()
         if self.store is not None:
@@ -143,10 +172,16 @@ class Cluster:
 
 @contextlib.contextmanager
 def running_cluster(
-    data_dir: Path, *, features: FeatureGates | None = None, clock: Clock | None = None
+    data_dir: Path,
+    *,
+    features: FeatureGates | None = None,
+    clock: Clock | None = None,
+    components: tuple[str, ...] = ("scheduler",),
 ) -> Iterator[Cluster]:
     """A cluster serving on an ephemeral port from a background thread, stopped on exit."""
-    config = ClusterConfig(data_dir=data_dir, port=0, features=features or FeatureGates())
+    config = ClusterConfig(
+        data_dir=data_dir, port=0, features=features or FeatureGates(), components=components
+    )
     cluster = Cluster(config, clock)
     cluster.bind()
     ready = threading.Event()

@@ -1,0 +1,69 @@
+"""Kubernetes resource quantities (``100m``, ``128Mi``, ``1.5G``, ``2e3``) as integers.
+
+The scheduler counts CPU in millicores and everything else in whole units, rounding up, as
+``Quantity.MilliValue()`` and ``Quantity.Value()`` do.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation
+
+__all__ = ["QuantityError", "milli_value", "parse_quantity", "value"]
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+}
+_FORM = re.compile(
+    r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?",
+    re.ASCII,
+)
+
+
+class QuantityError(ValueError):
+    pass
+
+
+def parse_quantity(text: str | int | float) -> Decimal:
+    """The exact amount a quantity names."""
+    if isinstance(text, bool):
+        raise QuantityError(f"quantities must match the regular expression: {text!r}")
+    if isinstance(text, int | float):
+        return Decimal(str(text))
+    match = _FORM.fullmatch(text.strip())
+    if match is None:
+        raise QuantityError(
+            "quantities must match the regular expression "
+            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        )
+    number, suffix = match.group(1), match.group(2) or ""
+    try:
+        amount = Decimal(number)
+    except InvalidOperation as error:  # pragma: no cover - the pattern admits only numbers
+        raise QuantityError(str(error)) from error
+    if suffix in _BINARY:
+        return amount * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return amount * _DECIMAL[suffix]
+    return amount * (Decimal(10) ** int(suffix[1:]))
+
+
+def value(text: str | int | float) -> int:
+    """``Quantity.Value()``: whole units, rounded up."""
+    return math.ceil(parse_quantity(text))
+
+
+def milli_value(text: str | int | float) -> int:
+    """``Quantity.MilliValue()``: thousandths, rounded up (CPU in millicores)."""
+    return math.ceil(parse_quantity(text) * 1000)

@@ -1,0 +1,214 @@
+"""The scheduling framework's contract: statuses, cycle state and the plugin extension points.
+
+A plugin implements only the extension points it needs; the :class:`Framework` discovers them
+and runs them in profile order. Codes mean what they mean upstream, and decide what the queue
+does with a pod that failed:
+
+* ``UNSCHEDULABLE`` — the node does not fit now, but removing pods might help (preemption is
+  tried); the pod waits for a cluster event that could make it fit.
+* ``UNSCHEDULABLE_AND_UNRESOLVABLE`` — nothing short of a change to the node (or the pod) can
+  help; preemption is not tried on that node.
+* ``ERROR`` — an internal failure; the pod is retried with backoff.
+* ``SKIP`` — a PreFilter/PreScore says the plugin has nothing to do for this pod.
+
+Filters return ``None`` for success, as a nil Status is success upstream.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
+
+__all__ = [
+    "MAX_NODE_SCORE",
+    "Code",
+    "CycleState",
+    "FilterPlugin",
+    "Framework",
+    "Plugin",
+    "PreFilterPlugin",
+    "PreScorePlugin",
+    "Registry",
+    "ScorePlugin",
+    "Status",
+]
+
+MAX_NODE_SCORE = 100
+
+
+class Code(enum.Enum):
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    code: Code
+    reasons: tuple[str, ...] = ()
+    plugin: str = ""
+
+    @classmethod
+    def unschedulable(cls, *reasons: str) -> Status:
+        return cls(Code.UNSCHEDULABLE, reasons)
+
+    @classmethod
+    def unresolvable(cls, *reasons: str) -> Status:
+        return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons)
+
+    @property
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def is_rejected(self) -> bool:
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def with_plugin(self, name: str) -> Status:
+        return Status(self.code, self.reasons, name)
+
+
+@dataclass
+class CycleState:
+    """Data plugins share within one scheduling cycle (PreFilter/PreScore write, others read)."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+    skip_filter: set[str] = field(default_factory=set)
+    skip_score: set[str] = field(default_factory=set)
+
+
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    name: str
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    name: str
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Protocol):
+    name: str
+
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
+    name: str
+    #: Normalize in reverse: a higher raw score is worse (as TaintToleration's count).
+    reverse: bool
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int: ...
+
+    def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None: ...
+
+
+def default_normalize(scores: dict[str, int], *, reverse: bool) -> None:
+    """``helper.DefaultNormalizeScore``: scale to 0..100 by the maximum, optionally reversed."""
+    top = max(scores.values(), default=0)
+    if top == 0:
+        if reverse:
+            for name in scores:
+                scores[name] = MAX_NODE_SCORE
+        return
+    for name, raw in scores.items():
+        scaled = MAX_NODE_SCORE * raw // top
+        scores[name] = MAX_NODE_SCORE - scaled if reverse else scaled
+
+
+Factory = Callable[[], object]
+
+
+class Registry:
+    """Plugin factories by name; a name can be registered once."""
+
+    def __init__(self) -> None:
+        self._factories: dict[str, Factory] = {}
+
+    def register(self, name: str, factory: Factory) -> None:
+        if name in self._factories:
+            raise ValueError(f"a plugin named {name} already exists")
+        self._factories[name] = factory
+
+    def create(self, name: str) -> object:
+        return self._factories[name]()
+
+    def names(self) -> list[str]:
+        return list(self._factories)
+
+
+class Framework:
+    """Runs one profile's plugins at each extension point, in order."""
+
+    def __init__(self, plugins: Iterable[object], weights: dict[str, int]) -> None:
+        self.plugins = list(plugins)
+        self.weights = weights
+        self.pre_filters = [p for p in self.plugins if isinstance(p, PreFilterPlugin)]
+        self.filters = [p for p in self.plugins if isinstance(p, FilterPlugin)]
+        self.pre_scores = [p for p in self.plugins if isinstance(p, PreScorePlugin)]
+        self.scorers = [p for p in self.plugins if isinstance(p, ScorePlugin)]
+
+    def run_pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        for plugin in self.pre_filters:
+            status = plugin.pre_filter(state, pod, nodes)
+            if status is None:
+                continue
+            if status.code is Code.SKIP:
+                state.skip_filter.add(plugin.name)
+                continue
+            return status.with_plugin(plugin.name)
+        return None
+
+    def run_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        """The first rejection, stamped with its plugin; ``None`` when the node fits."""
+        for plugin in self.filters:
+            if plugin.name in state.skip_filter:
+                continue
+            status = plugin.filter(state, pod, node)
+            if status is not None and status.code is not Code.SUCCESS:
+                if not status.is_rejected():
+                    status = Status(
+                        Code.ERROR, (f'running "{plugin.name}" filter plugin: {status.message}',)
+                    )
+                return status.with_plugin(plugin.name)
+        return None
+
+    def run_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> dict[str, dict[str, int]]:
+        """Weighted, normalized scores per plugin per node."""
+        for pre in self.pre_scores:
+            status = pre.pre_score(state, pod, nodes)
+            if status is not None and status.code is Code.SKIP:
+                state.skip_score.add(pre.name)
+        result: dict[str, dict[str, int]] = {}
+        for scorer in self.scorers:
+            if scorer.name in state.skip_score:
+                continue
+            scores = {node.name: scorer.score(state, pod, node) for node in nodes}
+            scorer.normalize(state, pod, scores)
+            weight = self.weights.get(scorer.name, 1)
+            result[scorer.name] = {name: value * weight for name, value in scores.items()}
+        return result

@@ -1,0 +1,156 @@
+"""What the scheduler knows about nodes and pods, parsed once and kept current.
+
+``NodeInfo`` holds a node's parsed taints, labels and allocatable resources and the sum of the
+requests of the pods on it (assumed ones included). ``PodInfo`` holds a pod's parsed
+tolerations, requests and affinity. Plugins read these, never the raw objects' strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from taintplane.api.field import Path
+from taintplane.api.quantity import QuantityError, milli_value, value
+from taintplane.api.taints import Taint, parse_taints
+from taintplane.api.tolerations import Toleration, parse_tolerations
+
+__all__ = ["DEFAULT_MEMORY_REQUEST", "DEFAULT_MILLI_CPU_REQUEST", "NodeInfo", "PodInfo", "pod_key"]
+
+#: Requests assumed for scoring when a container sets none (upstream's non-zero defaults).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _amount(resource: str, quantity: Any) -> int:
+    try:
+        return milli_value(quantity) if resource == "cpu" else value(quantity)
+    except QuantityError:
+        return 0
+
+
+def _requests(spec: Mapping[str, Any]) -> dict[str, int]:
+    """Effective requests: containers summed, each resource at least the largest init
+    container's (they run one at a time before the others), plus pod overhead."""
+    total: dict[str, int] = {}
+    for container in spec.get("containers") or []:
+        for resource, quantity in (
+            (container.get("resources") or {}).get("requests") or {}
+        ).items():
+            total[resource] = total.get(resource, 0) + _amount(resource, quantity)
+    for container in spec.get("initContainers") or []:
+        for resource, quantity in (
+            (container.get("resources") or {}).get("requests") or {}
+        ).items():
+            total[resource] = max(total.get(resource, 0), _amount(resource, quantity))
+    for resource, quantity in (spec.get("overhead") or {}).items():
+        total[resource] = total.get(resource, 0) + _amount(resource, quantity)
+    return total
+
+
+@dataclass
+class PodInfo:
+    pod: dict[str, Any]
+    key: str
+    namespace: str
+    name: str
+    tolerations: tuple[Toleration, ...]
+    requests: dict[str, int]
+    #: Requests with upstream's non-zero defaults for cpu and memory (used for scoring).
+    score_requests: tuple[int, int]
+    priority: int
+    scheduler_name: str
+    node_name: str
+
+    @classmethod
+    def of(cls, pod: dict[str, Any]) -> PodInfo:
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        try:
+            tolerations = tuple(
+                parse_tolerations(spec.get("tolerations"), Path.root("spec", "tolerations"))
+            )
+        except ValueError:
+            tolerations = ()
+        requests = _requests(spec)
+        cpu = requests.get("cpu") or DEFAULT_MILLI_CPU_REQUEST
+        memory = requests.get("memory") or DEFAULT_MEMORY_REQUEST
+        return cls(
+            pod=pod,
+            key=pod_key(pod),
+            namespace=str(meta.get("namespace", "")),
+            name=str(meta.get("name", "")),
+            tolerations=tolerations,
+            requests=requests,
+            score_requests=(cpu, memory),
+            priority=int(spec.get("priority") or 0),
+            scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+            node_name=str(spec.get("nodeName") or ""),
+        )
+
+
+@dataclass
+class NodeInfo:
+    name: str
+    node: dict[str, Any]
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    allocatable: dict[str, int]
+    requested: dict[str, int] = field(default_factory=dict)
+    #: Sum of the pods' score requests (cpu millis, memory bytes).
+    score_requested: list[int] = field(default_factory=lambda: [0, 0])
+    pods: dict[str, PodInfo] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, node: dict[str, Any]) -> NodeInfo:
+        meta = node.get("metadata") or {}
+        spec = node.get("spec") or {}
+        try:
+            taints = tuple(parse_taints(spec.get("taints"), Path.root("spec", "taints")))
+        except ValueError:
+            taints = ()
+        allocatable = {
+            resource: _amount(resource, quantity)
+            for resource, quantity in ((node.get("status") or {}).get("allocatable") or {}).items()
+        }
+        return cls(
+            name=str(meta.get("name", "")),
+            node=node,
+            labels=dict(meta.get("labels") or {}),
+            taints=taints,
+            unschedulable=bool(spec.get("unschedulable")),
+            allocatable=allocatable,
+        )
+
+    def add_pod(self, pod: PodInfo) -> None:
+        if pod.key in self.pods:
+            self.remove_pod(pod.key)
+        self.pods[pod.key] = pod
+        for resource, amount in pod.requests.items():
+            self.requested[resource] = self.requested.get(resource, 0) + amount
+        self.score_requested[0] += pod.score_requests[0]
+        self.score_requested[1] += pod.score_requests[1]
+
+    def remove_pod(self, key: str) -> None:
+        pod = self.pods.pop(key, None)
+        if pod is None:
+            return
+        for resource, amount in pod.requests.items():
+            self.requested[resource] = self.requested.get(resource, 0) - amount
+        self.score_requested[0] -= pod.score_requests[0]
+        self.score_requested[1] -= pod.score_requests[1]
+
+    def with_node(self, node: dict[str, Any]) -> NodeInfo:
+        """This node's accounting under an updated Node object."""
+        fresh = NodeInfo.of(node)
+        fresh.requested = self.requested
+        fresh.score_requested = self.score_requested
+        fresh.pods = self.pods
+        return fresh

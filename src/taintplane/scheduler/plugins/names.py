@@ -1,0 +1,10 @@
+"""Plugin names, as in kube-scheduler's ``plugins/names``."""
+
+TAINT_TOLERATION = "TaintToleration"
+NODE_UNSCHEDULABLE = "NodeUnschedulable"
+NODE_NAME = "NodeName"
+NODE_AFFINITY = "NodeAffinity"
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
+DEFAULT_PREEMPTION = "DefaultPreemption"
+DEFAULT_BINDER = "DefaultBinder"

@@ -1,0 +1,23 @@
+"""NodeName: a pod that names its node fits only that node."""
+
+from __future__ import annotations
+
+from taintplane.scheduler.framework import CycleState, FilterPlugin, Status
+from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
+from taintplane.scheduler.plugins import names
+
+__all__ = ["ERR_REASON", "NodeName"]
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName:
+    name = names.NODE_NAME
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        if pod.node_name and pod.node_name != node.name:
+            return Status.unresolvable(ERR_REASON)
+        return None
+
+
+_check: type[FilterPlugin] = NodeName

@@ -1,0 +1,243 @@
+"""The scheduling queue: active, backoff and unschedulable pods.
+
+* **active** pods wait to be scheduled, highest priority first, then oldest;
+* a pod that failed goes to **unschedulable** with the plugins that rejected it, and leaves
+  only when a cluster event one of those plugins cares about happens (a node added, a taint
+  removed, labels or ``unschedulable`` changed, a pod deleted…), or after five minutes;
+* a pod that leaves unschedulable (or failed with an error) waits out its **backoff**
+  (1 s doubling to 10 s per attempt) before it is active again.
+
+If such an event happens while a pod is being scheduled, the pod goes to backoff rather than
+unschedulable when it fails: otherwise the event that could have helped it would be lost.
+Time comes from the clock, so backoff and the five-minute flush run on virtual time in tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from taintplane.clock import Clock
+from taintplane.scheduler.nodeinfo import PodInfo
+from taintplane.scheduler.plugins import names
+
+__all__ = ["ClusterEvent", "SchedulingQueue"]
+
+INITIAL_BACKOFF = 1.0
+MAX_BACKOFF = 10.0
+MAX_IN_UNSCHEDULABLE = 300.0
+
+
+class ClusterEvent:
+    NODE_ADD = "NodeAdd"
+    NODE_TAINT = "NodeTaintChange"
+    NODE_LABEL = "NodeLabelChange"
+    NODE_SCHEDULABLE = "NodeSpecUnschedulableChange"
+    NODE_ALLOCATABLE = "NodeAllocatableChange"
+    ASSIGNED_POD_DELETE = "AssignedPodDelete"
+    POD_UPDATE = "UnscheduledPodUpdate"
+
+
+#: Which events may make a pod rejected by each plugin schedulable (upstream's EventsToRegister).
+INTERESTS: dict[str, set[str]] = {
+    names.TAINT_TOLERATION: {
+        ClusterEvent.NODE_ADD,
+        ClusterEvent.NODE_TAINT,
+        ClusterEvent.POD_UPDATE,
+    },
+    names.NODE_UNSCHEDULABLE: {
+        ClusterEvent.NODE_ADD,
+        ClusterEvent.NODE_SCHEDULABLE,
+        ClusterEvent.NODE_TAINT,
+    },
+    names.NODE_NAME: {ClusterEvent.NODE_ADD},
+    names.NODE_AFFINITY: {ClusterEvent.NODE_ADD, ClusterEvent.NODE_LABEL, ClusterEvent.POD_UPDATE},
+    names.NODE_RESOURCES_FIT: {
+        ClusterEvent.NODE_ADD,
+        ClusterEvent.NODE_ALLOCATABLE,
+        ClusterEvent.ASSIGNED_POD_DELETE,
+        ClusterEvent.POD_UPDATE,
+    },
+}
+
+
+@dataclass
+class QueuedPod:
+    info: PodInfo
+    attempts: int = 0
+    added_at: float = 0.0
+    backoff_until: float = 0.0
+    rejected_by: set[str] = field(default_factory=set)
+    cycle: int = 0
+
+
+class SchedulingQueue:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._order = itertools.count()
+        self._active: list[tuple[int, float, int, str]] = []
+        self._backoff: list[tuple[float, int, str]] = []
+        self._pods: dict[str, QueuedPod] = {}
+        self._where: dict[
+            str, str
+        ] = {}  # key -> "active" | "backoff" | "unschedulable" | "inflight"
+        self._wakeup = asyncio.Event()
+        self.scheduling_cycle = 0
+        self._move_cycle = -1
+
+    # ---- adding and removing ---------------------------------------------------------------
+
+    def add(self, info: PodInfo) -> None:
+        queued = self._pods.get(info.key)
+        if queued is None:
+            queued = QueuedPod(info, added_at=self.clock.monotonic())
+            self._pods[info.key] = queued
+        else:
+            queued.info = info
+        if self._where.get(info.key) in ("active", "inflight"):
+            return
+        self._activate(queued)
+
+    def update(self, info: PodInfo) -> None:
+        """A pending pod changed: it may fit now (its tolerations or affinity grew)."""
+        queued = self._pods.get(info.key)
+        if queued is None:
+            self.add(info)
+            return
+        queued.info = info
+        if self._where.get(info.key) in ("unschedulable", "backoff"):
+            self._activate(queued)
+
+    def delete(self, key: str) -> None:
+        self._pods.pop(key, None)
+        self._where.pop(key, None)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._pods
+
+    def pending(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for where in self._where.values():
+            counts[where] = counts.get(where, 0) + 1
+        return counts
+
+    def _activate(self, queued: QueuedPod) -> None:
+        key = queued.info.key
+        self._where[key] = "active"
+        heapq.heappush(
+            self._active, (-queued.info.priority, queued.added_at, next(self._order), key)
+        )
+        self._wakeup.set()
+
+    def _to_backoff(self, queued: QueuedPod) -> None:
+        queued.backoff_until = self.clock.monotonic() + _backoff(queued.attempts)
+        self._where[queued.info.key] = "backoff"
+        heapq.heappush(self._backoff, (queued.backoff_until, next(self._order), queued.info.key))
+        self._wakeup.set()
+
+    # ---- the scheduling loop's side -----------------------------------------------------------
+
+    async def pop(self) -> PodInfo:
+        """The next pod to schedule; waits for one."""
+        while True:
+            self._flush()
+            while self._active:
+                _, _, _, key = heapq.heappop(self._active)
+                queued = self._pods.get(key)
+                if queued is None or self._where.get(key) != "active":
+                    continue  # deleted or moved since it was pushed
+                self._where[key] = "inflight"
+                queued.attempts += 1
+                self.scheduling_cycle += 1
+                queued.cycle = self.scheduling_cycle
+                return queued.info
+            self._wakeup.clear()
+            waiters: list[asyncio.Future[object]] = [asyncio.ensure_future(self._wakeup.wait())]
+            due = self._next_due()
+            if due is not None:
+                waiters.append(
+                    asyncio.ensure_future(self.clock.sleep(due - self.clock.monotonic()))
+                )
+            done, pending = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            for waiter in pending:
+                waiter.cancel()
+
+    def _next_due(self) -> float | None:
+        candidates = [self._backoff[0][0]] if self._backoff else []
+        unschedulable = [
+            q.added_at for k, q in self._pods.items() if self._where.get(k) == "unschedulable"
+        ]
+        if unschedulable:
+            candidates.append(min(unschedulable) + MAX_IN_UNSCHEDULABLE)
+        return min(candidates) if candidates else None
+
+    def _flush(self) -> None:
+        now = self.clock.monotonic()
+        while self._backoff and self._backoff[0][0] <= now:
+            _, _, key = heapq.heappop(self._backoff)
+            queued = self._pods.get(key)
+            if (
+                queued is not None
+                and self._where.get(key) == "backoff"
+                and queued.backoff_until <= now
+            ):
+                self._activate(queued)
+        for key, queued in list(self._pods.items()):
+            if (
+                self._where.get(key) == "unschedulable"
+                and now - queued.added_at >= MAX_IN_UNSCHEDULABLE
+            ):
+                self._move(queued)
+
+    def done(self, key: str) -> None:
+        """The pod was scheduled (assumed on a node); it leaves the queue."""
+        self.delete(key)
+
+    def unschedulable(self, info: PodInfo, rejected_by: Iterable[str]) -> None:
+        queued = self._pods.get(info.key)
+        if queued is None:
+            return  # deleted meanwhile
+        queued.rejected_by = set(rejected_by)
+        queued.added_at = self.clock.monotonic()
+        if self._move_cycle >= queued.cycle:
+            self._to_backoff(queued)  # something changed while it was being scheduled
+        else:
+            self._where[info.key] = "unschedulable"
+
+    def error(self, info: PodInfo) -> None:
+        queued = self._pods.get(info.key)
+        if queued is None:
+            queued = QueuedPod(info, added_at=self.clock.monotonic(), attempts=1)
+            self._pods[info.key] = queued
+        self._to_backoff(queued)
+
+    # ---- cluster events -------------------------------------------------------------------
+
+    def on_event(self, event: str) -> None:
+        """Move the unschedulable pods that ``event`` might help."""
+        self._move_cycle = self.scheduling_cycle
+        for key, queued in list(self._pods.items()):
+            if self._where.get(key) != "unschedulable":
+                continue
+            if not queued.rejected_by or any(
+                event in INTERESTS.get(p, set()) for p in queued.rejected_by
+            ):
+                self._move(queued)
+
+    def _move(self, queued: QueuedPod) -> None:
+        """Out of unschedulable: to backoff if its backoff since the failure has not passed."""
+        until = queued.added_at + _backoff(queued.attempts)
+        if self.clock.monotonic() < until:
+            queued.backoff_until = until
+            self._where[queued.info.key] = "backoff"
+            heapq.heappush(self._backoff, (until, next(self._order), queued.info.key))
+            self._wakeup.set()
+        else:
+            self._activate(queued)
+
+
+def _backoff(attempts: int) -> float:
+    return float(min(INITIAL_BACKOFF * 2.0 ** max(attempts - 1, 0), MAX_BACKOFF))

@@ -1,0 +1,400 @@
+"""The scheduler: watches pods and nodes, places pending pods, binds them through the API.
+
+One scheduling cycle at a time (filters and scores run in memory on a consistent view of the
+cluster); binding runs in the background, as upstream's binding cycle does, after the pod is
+*assumed* on its node so the next cycle already counts it. A failed cycle records
+``PodScheduled=False``/``Unschedulable`` with the ``0/N nodes are available`` message and a
+``FailedScheduling`` event, and parks the pod until an event might help it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from taintplane.api.decoding import format_time
+from taintplane.api.features import FeatureGates
+from taintplane.client import ApiError, Client, Informer, resource
+from taintplane.clock import Clock
+from taintplane.scheduler.diagnosis import NO_NODES_AVAILABLE, Diagnosis, fit_error_message
+from taintplane.scheduler.framework import CycleState, Framework, Status
+from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
+from taintplane.scheduler.plugins import names
+from taintplane.scheduler.plugins.node_affinity import NodeAffinity
+from taintplane.scheduler.plugins.node_name import NodeName
+from taintplane.scheduler.plugins.node_resources import (
+    NodeResourcesBalancedAllocation,
+    NodeResourcesFit,
+)
+from taintplane.scheduler.plugins.node_unschedulable import NodeUnschedulable
+from taintplane.scheduler.plugins.taint_toleration import TaintToleration
+from taintplane.scheduler.preemption import evaluate_preemption
+from taintplane.scheduler.queue import ClusterEvent, SchedulingQueue
+
+__all__ = ["DEFAULT_SCHEDULER", "Scheduler", "default_framework", "nodes_to_find"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SCHEDULER = "default-scheduler"
+MIN_FEASIBLE_NODES = 100
+MIN_FEASIBLE_PERCENTAGE = 5
+
+NODES = resource("", "v1", "nodes")
+PODS = resource("", "v1", "pods")
+EVENTS = resource("events.k8s.io", "v1", "events")
+
+
+def default_framework(features: FeatureGates | None = None) -> Framework:
+    """The default profile's plugins that exist here, in upstream's order and weights."""
+    gates = features or FeatureGates()
+    plugins = [
+        NodeUnschedulable(),
+        NodeName(),
+        TaintToleration(comparison_operators=gates.comparison_operators),
+        NodeAffinity(),
+        NodeResourcesFit(),
+        NodeResourcesBalancedAllocation(),
+    ]
+    weights = {
+        names.TAINT_TOLERATION: 3,
+        names.NODE_AFFINITY: 2,
+        names.NODE_RESOURCES_FIT: 1,
+        names.NODE_RESOURCES_BALANCED_ALLOCATION: 1,
+    }
+    return Framework(plugins, weights)
+
+
+def nodes_to_find(all_nodes: int, percentage: int = 0) -> int:
+    """``numFeasibleNodesToFind``: with the adaptive default, 50 % minus 1 % per 125 nodes,
+    never under 5 %, never under 100 nodes."""
+    if all_nodes < MIN_FEASIBLE_NODES:
+        return all_nodes
+    if percentage == 0:
+        percentage = max(50 - all_nodes // 125, MIN_FEASIBLE_PERCENTAGE)
+    return max(all_nodes * percentage // 100, MIN_FEASIBLE_NODES)
+
+
+@dataclass
+class Decision:
+    node: str = ""
+    diagnosis: Diagnosis | None = None
+    message: str = ""
+    scores: dict[str, dict[str, int]] | None = None
+
+
+class Scheduler:
+    def __init__(
+        self,
+        client: Client,
+        clock: Clock,
+        *,
+        features: FeatureGates | None = None,
+        scheduler_name: str = DEFAULT_SCHEDULER,
+        percentage_of_nodes_to_score: int = 0,
+        seed: int | None = None,
+    ) -> None:
+        self.client = client
+        self.clock = clock
+        self.name = scheduler_name
+        self.framework = default_framework(features)
+        self.percentage = percentage_of_nodes_to_score
+        self.queue = SchedulingQueue(clock)
+        self.nodes: dict[str, NodeInfo] = {}
+        self._order: list[NodeInfo] | None = None
+        self._next_start = 0
+        self._assumed: dict[str, str] = {}  # pod key -> node, until the binding is seen
+        self._random = random.Random(seed)
+        self._bindings: set[asyncio.Task[None]] = set()
+        self.node_informer = Informer(
+            client,
+            NODES,
+            on_add=self._node_added,
+            on_update=self._node_updated,
+            on_delete=self._node_deleted,
+        )
+        self.pod_informer = Informer(
+            client,
+            PODS,
+            on_add=self._pod_added,
+            on_update=self._pod_updated,
+            on_delete=self._pod_deleted,
+        )
+
+    # ---- running ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        informers = [
+            asyncio.create_task(self.node_informer.run()),
+            asyncio.create_task(self.pod_informer.run()),
+        ]
+        try:
+            await self.node_informer.synced.wait()
+            await self.pod_informer.synced.wait()
+            while True:
+                pod = await self.queue.pop()
+                await self.schedule_one(pod)
+        finally:
+            for task in [*informers, *self._bindings]:
+                task.cancel()
+            await asyncio.gather(*informers, *self._bindings, return_exceptions=True)
+
+    # ---- informer handlers -----------------------------------------------------------------
+
+    def _responsible(self, pod: dict[str, Any]) -> bool:
+        spec = pod.get("spec") or {}
+        return (spec.get("schedulerName") or DEFAULT_SCHEDULER) == self.name
+
+    def _node_added(self, node: dict[str, Any]) -> None:
+        info = NodeInfo.of(node)
+        existing = self.nodes.get(info.name)
+        self.nodes[info.name] = existing.with_node(node) if existing else info
+        self._order = None
+        self.queue.on_event(ClusterEvent.NODE_ADD)
+
+    def _node_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        before = self.nodes.get(new["metadata"]["name"])
+        after = before.with_node(new) if before else NodeInfo.of(new)
+        self.nodes[after.name] = after
+        self._order = None
+        if before is None:
+            self.queue.on_event(ClusterEvent.NODE_ADD)
+            return
+        if before.taints != after.taints:
+            self.queue.on_event(ClusterEvent.NODE_TAINT)
+        if before.labels != after.labels:
+            self.queue.on_event(ClusterEvent.NODE_LABEL)
+        if before.unschedulable != after.unschedulable:
+            self.queue.on_event(ClusterEvent.NODE_SCHEDULABLE)
+        if before.allocatable != after.allocatable:
+            self.queue.on_event(ClusterEvent.NODE_ALLOCATABLE)
+
+    def _node_deleted(self, node: dict[str, Any]) -> None:
+        self.nodes.pop(node["metadata"]["name"], None)
+        self._order = None
+
+    def _pod_added(self, pod: dict[str, Any]) -> None:
+        info = PodInfo.of(pod)
+        if info.node_name:
+            self._assumed.pop(info.key, None)
+            node = self.nodes.get(info.node_name)
+            if node is None:
+                node = self.nodes[info.node_name] = NodeInfo(info.node_name, {}, {}, (), True, {})
+                self._order = None
+            node.add_pod(info)
+        elif self._responsible(pod) and not pod["metadata"].get("deletionTimestamp"):
+            self.queue.add(info)
+
+    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        info = PodInfo.of(new)
+        if info.node_name:
+            if info.key in self.queue:
+                self.queue.delete(info.key)
+            self._forget_elsewhere(info)
+            self._pod_added(new)
+        elif self._responsible(new) and not new["metadata"].get("deletionTimestamp"):
+            if (old.get("spec") or {}) != (new.get("spec") or {}) or (
+                old["metadata"].get("labels") != new["metadata"].get("labels")
+            ):
+                self.queue.update(info)
+                self.queue.on_event(ClusterEvent.POD_UPDATE)
+
+    def _forget_elsewhere(self, info: PodInfo) -> None:
+        for node in self.nodes.values():
+            if info.key in node.pods and node.name != info.node_name:
+                node.remove_pod(info.key)
+
+    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+        info = PodInfo.of(pod)
+        self.queue.delete(info.key)
+        assumed = self._assumed.pop(info.key, None)
+        for name in {info.node_name, assumed} - {"", None}:
+            node = self.nodes.get(str(name))
+            if node is not None and info.key in node.pods:
+                node.remove_pod(info.key)
+                self.queue.on_event(ClusterEvent.ASSIGNED_POD_DELETE)
+
+    # ---- one cycle -------------------------------------------------------------------------
+
+    def node_order(self) -> list[NodeInfo]:
+        if self._order is None:
+            self._order = [self.nodes[name] for name in sorted(self.nodes) if self.nodes[name].node]
+        return self._order
+
+    def decide(self, pod: PodInfo, *, explain: bool = False) -> Decision:
+        """The scheduling decision for ``pod`` on the current view (no side effects)."""
+        nodes = self.node_order()
+        if not nodes:
+            return Decision(message=NO_NODES_AVAILABLE, diagnosis=Diagnosis(0))
+        state = CycleState()
+        rejected = self.framework.run_pre_filter(state, pod, nodes)
+        if rejected is not None:
+            diagnosis = Diagnosis(len(nodes), pre_filter_message=rejected.message)
+            return Decision(diagnosis=diagnosis, message=fit_error_message(diagnosis))
+        want = len(nodes) if explain else nodes_to_find(len(nodes), self.percentage)
+        feasible: list[NodeInfo] = []
+        statuses: dict[str, Status] = {}
+        start = 0 if explain else self._next_start % len(nodes)
+        processed = 0
+        for offset in range(len(nodes)):
+            node = nodes[(start + offset) % len(nodes)]
+            processed += 1
+            status = self.framework.run_filter(state, pod, node)
+            if status is None:
+                feasible.append(node)
+                if len(feasible) >= want:
+                    break
+            else:
+                statuses[node.name] = status
+        if not explain:
+            self._next_start = (start + processed) % len(nodes)
+        if not feasible:
+            diagnosis = Diagnosis(len(nodes), statuses)
+            preemption = evaluate_preemption(self.framework, state, pod, nodes, statuses)
+            diagnosis.post_filter_message = preemption.message
+            return Decision(diagnosis=diagnosis, message=fit_error_message(diagnosis))
+        if len(feasible) == 1 and not explain:
+            return Decision(node=feasible[0].name)
+        scores = self.framework.run_score(state, pod, feasible)
+        totals = {
+            node.name: sum(plugin[node.name] for plugin in scores.values()) for node in feasible
+        }
+        return Decision(
+            node=self._select(totals), scores=scores, diagnosis=Diagnosis(len(nodes), statuses)
+        )
+
+    def _select(self, totals: dict[str, int]) -> str:
+        """The highest total; ties broken at random (reservoir sampling, as upstream)."""
+        best, chosen, ties = -1, "", 0
+        for name, total in totals.items():
+            if total > best:
+                best, chosen, ties = total, name, 1
+            elif total == best:
+                ties += 1
+                if self._random.randrange(ties) == 0:
+                    chosen = name
+        return chosen
+
+    async def schedule_one(self, pod: PodInfo) -> None:
+        decision = self.decide(pod)
+        if not decision.node:
+            rejected = decision.diagnosis.unschedulable_plugins if decision.diagnosis else set()
+            self.queue.unschedulable(pod, rejected)
+            await self._record_failure(pod, decision.message)
+            return
+        node = self.nodes[decision.node]
+        assumed = PodInfo.of(
+            {**pod.pod, "spec": {**(pod.pod.get("spec") or {}), "nodeName": node.name}}
+        )
+        node.add_pod(assumed)
+        self._assumed[pod.key] = node.name
+        self.queue.done(pod.key)
+        task = asyncio.create_task(self._bind(pod, node.name))
+        self._bindings.add(task)
+        task.add_done_callback(self._bindings.discard)
+
+    async def _bind(self, pod: PodInfo, node: str) -> None:
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {
+                "name": pod.name,
+                "namespace": pod.namespace,
+                "uid": pod.pod["metadata"].get("uid"),
+            },
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        try:
+            await self.client.post_subresource(PODS, pod.name, pod.namespace, "binding", binding)
+        except ApiError as error:
+            log.info("binding %s to %s failed: %s", pod.key, node, error)
+            self._unassume(pod, node)
+            if error.code != 404:
+                self.queue.error(pod)
+            return
+        await self._event(
+            pod,
+            "Normal",
+            "Scheduled",
+            "Binding",
+            f"Successfully assigned {pod.namespace}/{pod.name} to {node}",
+        )
+
+    def _unassume(self, pod: PodInfo, node: str) -> None:
+        if self._assumed.get(pod.key) == node:
+            del self._assumed[pod.key]
+            info = self.nodes.get(node)
+            if info is not None:
+                info.remove_pod(pod.key)
+
+    # ---- reporting -------------------------------------------------------------------------
+
+    async def _record_failure(self, pod: PodInfo, message: str) -> None:
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "lastProbeTime": None,
+            "lastTransitionTime": format_time(self.clock.now()),
+            "reason": "Unschedulable",
+            "message": message,
+        }
+        current = next(
+            (
+                c
+                for c in (pod.pod.get("status") or {}).get("conditions") or []
+                if c.get("type") == "PodScheduled"
+            ),
+            None,
+        )
+        if current is None or current.get("message") != message or current.get("status") != "False":
+            try:
+                await self.client.patch(
+                    PODS,
+                    pod.name,
+                    {"status": {"conditions": [condition]}},
+                    namespace=pod.namespace,
+                    patch_type="strategic",
+                    subresource="status",
+                )
+            except ApiError as error:
+                if error.code != 404:
+                    log.info("recording the failure of %s failed: %s", pod.key, error)
+        await self._event(pod, "Warning", "FailedScheduling", "Scheduling", message)
+
+    async def _event(self, pod: PodInfo, kind: str, reason: str, action: str, note: str) -> None:
+        now = self.clock.now()
+        event = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{pod.name}.{secrets.token_hex(8)}", "namespace": pod.namespace},
+            "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "reportingController": self.name,
+            "reportingInstance": f"{self.name}-taintplane",
+            "action": action,
+            "reason": reason,
+            "type": kind,
+            "note": note[:1024],
+            "regarding": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": pod.namespace,
+                "name": pod.name,
+                "uid": pod.pod["metadata"].get("uid"),
+                "resourceVersion": pod.pod["metadata"].get("resourceVersion"),
+            },
+            "deprecatedSource": {"component": self.name},
+            "deprecatedFirstTimestamp": format_time(now),
+            "deprecatedLastTimestamp": format_time(now),
+            "deprecatedCount": 1,
+        }
+        try:
+            await self.client.create(EVENTS, event, namespace=pod.namespace)
+        except ApiError as error:
+            log.debug("event for %s not recorded: %s", pod.key, error)
+
+    def explain(self, pod: dict[str, Any]) -> Decision:
+        """Every node's verdict and the scores, for ``taintplane explain``."""
+        return self.decide(PodInfo.of(pod), explain=True)
