@@ -49,7 +49,9 @@ class Kubectl:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with running_cluster(tmp_path_factory.mktemp("cluster")) as running:
+    """The API server alone: these tests pin what the server does with objects, and a
+    scheduler would change pods under them. Scheduler tests use their own cluster."""
+    with running_cluster(tmp_path_factory.mktemp("cluster"), components=()) as running:
         yield running
 
 

@@ -16,7 +16,7 @@ from taintplane.sim.cluster import running_cluster
 @pytest.fixture(scope="module")
 def virtual(tmp_path_factory):
     clock = VirtualClock()
-    with running_cluster(tmp_path_factory.mktemp("virtual"), clock=clock) as cluster:
+    with running_cluster(tmp_path_factory.mktemp("virtual"), clock=clock, components=()) as cluster:
         yield cluster, clock
 
 

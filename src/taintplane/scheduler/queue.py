@@ -161,7 +161,7 @@ class SchedulingQueue:
                 waiters.append(
                     asyncio.ensure_future(self.clock.sleep(due - self.clock.monotonic()))
                 )
-            done, pending = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            _, pending = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             for waiter in pending:
                 waiter.cancel()
 

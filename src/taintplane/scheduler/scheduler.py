@@ -195,12 +195,17 @@ class Scheduler:
                 self.queue.delete(info.key)
             self._forget_elsewhere(info)
             self._pod_added(new)
-        elif self._responsible(new) and not new["metadata"].get("deletionTimestamp"):
-            if (old.get("spec") or {}) != (new.get("spec") or {}) or (
-                old["metadata"].get("labels") != new["metadata"].get("labels")
-            ):
-                self.queue.update(info)
-                self.queue.on_event(ClusterEvent.POD_UPDATE)
+        elif (
+            self._responsible(new)
+            and not new["metadata"].get("deletionTimestamp")
+            and (
+                (old.get("spec") or {}) != (new.get("spec") or {})
+                or old["metadata"].get("labels") != new["metadata"].get("labels")
+            )
+        ):
+            # Its own change (say, a toleration added) may let a pending pod fit now.
+            self.queue.update(info)
+            self.queue.on_event(ClusterEvent.POD_UPDATE)
 
     def _forget_elsewhere(self, info: PodInfo) -> None:
         for node in self.nodes.values():

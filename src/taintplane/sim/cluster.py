@@ -19,8 +19,8 @@ from typing import Any, Literal
 import uvicorn
 
 from taintplane.api.features import FeatureGates
-from taintplane.client import Client, InProcessTransport
 from taintplane.apiserver.app import APIServer
+from taintplane.client import Client, InProcessTransport
 from taintplane.clock import Clock, RealClock, VirtualClock
 from taintplane.scheduler.scheduler import Scheduler
 from taintplane.sim.kubeconfig import write_kubeconfig
