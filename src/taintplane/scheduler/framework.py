@@ -21,7 +21,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
+
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
+from taintplane.scheduler.table import NodeTable
 
 __all__ = [
     "MAX_NODE_SCORE",
@@ -136,6 +140,15 @@ def default_normalize(scores: dict[str, int], *, reverse: bool) -> None:
         scores[name] = MAX_NODE_SCORE - scaled if reverse else scaled
 
 
+def normalize_array(raw: npt.NDArray[np.int64], *, reverse: bool) -> npt.NDArray[np.int64]:
+    """:func:`default_normalize` over an array."""
+    top = int(raw.max()) if raw.size else 0
+    if top == 0:
+        return np.full(raw.shape, MAX_NODE_SCORE, dtype=np.int64) if reverse else raw
+    scaled = MAX_NODE_SCORE * raw // top
+    return MAX_NODE_SCORE - scaled if reverse else scaled
+
+
 Factory = Callable[[], object]
 
 
@@ -195,14 +208,47 @@ class Framework:
                 return status.with_plugin(plugin.name)
         return None
 
-    def run_score(
-        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
-    ) -> dict[str, dict[str, int]]:
-        """Weighted, normalized scores per plugin per node."""
+    def run_filter_all(
+        self, state: CycleState, pod: PodInfo, table: NodeTable
+    ) -> npt.NDArray[np.bool_] | None:
+        """Which nodes pass every filter, at once; ``None`` if some plugin cannot say so in
+        bulk for this pod (the caller then asks node by node)."""
+        mask = np.ones(table.size, dtype=bool)
+        for plugin in self.filters:
+            if plugin.name in state.skip_filter:
+                continue
+            bulk = getattr(plugin, "filter_all", None)
+            result = bulk(state, pod, table) if bulk is not None else None
+            if result is None:
+                return None
+            mask &= result
+        return mask
+
+    def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> None:
         for pre in self.pre_scores:
             status = pre.pre_score(state, pod, nodes)
             if status is not None and status.code is Code.SKIP:
                 state.skip_score.add(pre.name)
+
+    def run_score_all(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, rows: npt.NDArray[np.int64]
+    ) -> dict[str, npt.NDArray[np.int64]] | None:
+        """Weighted, normalized scores for the table rows ``rows``; ``None`` to fall back."""
+        result: dict[str, npt.NDArray[np.int64]] = {}
+        for scorer in self.scorers:
+            if scorer.name in state.skip_score:
+                continue
+            bulk = getattr(scorer, "score_all", None)
+            scores = bulk(state, pod, table, rows) if bulk is not None else None
+            if scores is None:
+                return None
+            result[scorer.name] = scores * self.weights.get(scorer.name, 1)
+        return result
+
+    def run_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> dict[str, dict[str, int]]:
+        """Weighted, normalized scores per plugin per node (PreScore must have run)."""
         result: dict[str, dict[str, int]] = {}
         for scorer in self.scorers:
             if scorer.name in state.skip_score:

@@ -13,8 +13,11 @@ import asyncio
 import logging
 import random
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from taintplane.api.decoding import format_time
 from taintplane.api.features import FeatureGates
@@ -34,6 +37,7 @@ from taintplane.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from taintplane.scheduler.plugins.taint_toleration import TaintToleration
 from taintplane.scheduler.preemption import evaluate_preemption
 from taintplane.scheduler.queue import ClusterEvent, SchedulingQueue
+from taintplane.scheduler.table import NodeTable
 
 __all__ = ["DEFAULT_SCHEDULER", "Scheduler", "default_framework", "nodes_to_find"]
 
@@ -105,8 +109,10 @@ class Scheduler:
         self.queue = SchedulingQueue(clock)
         self.nodes: dict[str, NodeInfo] = {}
         self._order: list[NodeInfo] | None = None
+        self._table: NodeTable | None = None
         self._next_start = 0
         self._assumed: dict[str, str] = {}  # pod key -> node, until the binding is seen
+        self._placed: dict[str, str] = {}  # pod key -> the node whose accounting holds it
         self._random = random.Random(seed)
         self._bindings: set[asyncio.Task[None]] = set()
         self.node_informer = Informer(
@@ -152,14 +158,14 @@ class Scheduler:
         info = NodeInfo.of(node)
         existing = self.nodes.get(info.name)
         self.nodes[info.name] = existing.with_node(node) if existing else info
-        self._order = None
+        self._order = self._table = None
         self.queue.on_event(ClusterEvent.NODE_ADD)
 
     def _node_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         before = self.nodes.get(new["metadata"]["name"])
         after = before.with_node(new) if before else NodeInfo.of(new)
         self.nodes[after.name] = after
-        self._order = None
+        self._order = self._table = None
         if before is None:
             self.queue.on_event(ClusterEvent.NODE_ADD)
             return
@@ -174,7 +180,7 @@ class Scheduler:
 
     def _node_deleted(self, node: dict[str, Any]) -> None:
         self.nodes.pop(node["metadata"]["name"], None)
-        self._order = None
+        self._order = self._table = None
 
     def _pod_added(self, pod: dict[str, Any]) -> None:
         info = PodInfo.of(pod)
@@ -183,8 +189,10 @@ class Scheduler:
             node = self.nodes.get(info.node_name)
             if node is None:
                 node = self.nodes[info.node_name] = NodeInfo(info.node_name, {}, {}, (), True, {})
-                self._order = None
+                self._order = self._table = None
             node.add_pod(info)
+            self._placed[info.key] = info.node_name
+            self._touched(info.node_name)
         elif self._responsible(pod) and not pod["metadata"].get("deletionTimestamp"):
             self.queue.add(info)
 
@@ -208,19 +216,25 @@ class Scheduler:
             self.queue.on_event(ClusterEvent.POD_UPDATE)
 
     def _forget_elsewhere(self, info: PodInfo) -> None:
-        for node in self.nodes.values():
-            if info.key in node.pods and node.name != info.node_name:
+        """Drop the pod from the node it was counted on, if that is not its node now."""
+        placed = self._placed.get(info.key)
+        if placed and placed != info.node_name:
+            node = self.nodes.get(placed)
+            if node is not None:
                 node.remove_pod(info.key)
+                self._touched(placed)
+            del self._placed[info.key]
 
     def _pod_deleted(self, pod: dict[str, Any]) -> None:
         info = PodInfo.of(pod)
         self.queue.delete(info.key)
-        assumed = self._assumed.pop(info.key, None)
-        for name in {info.node_name, assumed} - {"", None}:
-            node = self.nodes.get(str(name))
-            if node is not None and info.key in node.pods:
-                node.remove_pod(info.key)
-                self.queue.on_event(ClusterEvent.ASSIGNED_POD_DELETE)
+        self._assumed.pop(info.key, None)
+        placed = self._placed.pop(info.key, None)
+        node = self.nodes.get(placed) if placed else None
+        if node is not None and info.key in node.pods:
+            node.remove_pod(info.key)
+            self._touched(node.name)
+            self.queue.on_event(ClusterEvent.ASSIGNED_POD_DELETE)
 
     # ---- one cycle -------------------------------------------------------------------------
 
@@ -229,8 +243,21 @@ class Scheduler:
             self._order = [self.nodes[name] for name in sorted(self.nodes) if self.nodes[name].node]
         return self._order
 
+    def table(self) -> NodeTable:
+        if self._table is None:
+            self._table = NodeTable(self.node_order())
+        return self._table
+
+    def _touched(self, *node_names: str | None) -> None:
+        """A node's pods changed: keep the column table in step."""
+        if self._table is not None:
+            for name in node_names:
+                if name:
+                    self._table.refresh(name)
+
     def decide(self, pod: PodInfo, *, explain: bool = False) -> Decision:
-        """The scheduling decision for ``pod`` on the current view (no side effects)."""
+        """The scheduling decision for ``pod`` on the current view (no side effects beyond
+        advancing the round-robin start, as upstream)."""
         nodes = self.node_order()
         if not nodes:
             return Decision(message=NO_NODES_AVAILABLE, diagnosis=Diagnosis(0))
@@ -239,6 +266,50 @@ class Scheduler:
         if rejected is not None:
             diagnosis = Diagnosis(len(nodes), pre_filter_message=rejected.message)
             return Decision(diagnosis=diagnosis, message=fit_error_message(diagnosis))
+        if not explain:
+            fast = self._decide_in_bulk(state, pod, nodes)
+            if fast is not None:
+                return fast
+        return self._decide_node_by_node(state, pod, nodes, explain)
+
+    def _decide_in_bulk(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+    ) -> Decision | None:
+        table = self.table()
+        mask = self.framework.run_filter_all(state, pod, table)
+        if mask is None:
+            return None
+        feasible = np.flatnonzero(mask)
+        if feasible.size == 0:
+            return None  # the failure is diagnosed node by node, for its exact message
+        count = len(nodes)
+        start = self._next_start % count
+        positions = (feasible - start) % count
+        order = np.argsort(positions, kind="stable")
+        want = nodes_to_find(count, self.percentage)
+        chosen = feasible[order[:want]]
+        processed = int(positions[order[want - 1]]) + 1 if feasible.size >= want else count
+        self._next_start = (start + processed) % count
+        if chosen.size == 1:
+            return Decision(node=nodes[int(chosen[0])].name)
+        self.framework.run_pre_score(state, pod, _Rows(nodes, chosen))
+        scores = self.framework.run_score_all(state, pod, table, chosen)
+        if scores is None:
+            picked = [nodes[int(i)] for i in chosen]
+            per_node = self.framework.run_score(state, pod, picked)
+            totals = {n.name: sum(plugin[n.name] for plugin in per_node.values()) for n in picked}
+            return Decision(node=self._select(totals))
+        total = np.zeros(chosen.size, dtype=np.int64)
+        for plugin_scores in scores.values():
+            total += plugin_scores
+        totals = dict(
+            zip((nodes[int(i)].name for i in chosen), (int(v) for v in total), strict=True)
+        )
+        return Decision(node=self._select(totals))
+
+    def _decide_node_by_node(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], explain: bool
+    ) -> Decision:
         want = len(nodes) if explain else nodes_to_find(len(nodes), self.percentage)
         feasible: list[NodeInfo] = []
         statuses: dict[str, Status] = {}
@@ -263,6 +334,7 @@ class Scheduler:
             return Decision(diagnosis=diagnosis, message=fit_error_message(diagnosis))
         if len(feasible) == 1 and not explain:
             return Decision(node=feasible[0].name)
+        self.framework.run_pre_score(state, pod, feasible)
         scores = self.framework.run_score(state, pod, feasible)
         totals = {
             node.name: sum(plugin[node.name] for plugin in scores.values()) for node in feasible
@@ -272,16 +344,11 @@ class Scheduler:
         )
 
     def _select(self, totals: dict[str, int]) -> str:
-        """The highest total; ties broken at random (reservoir sampling, as upstream)."""
-        best, chosen, ties = -1, "", 0
-        for name, total in totals.items():
-            if total > best:
-                best, chosen, ties = total, name, 1
-            elif total == best:
-                ties += 1
-                if self._random.randrange(ties) == 0:
-                    chosen = name
-        return chosen
+        """The highest total; among equals, one chosen uniformly at random (what upstream's
+        reservoir sampling amounts to, with one draw instead of one per tie)."""
+        best = max(totals.values())
+        ties = [name for name, total in totals.items() if total == best]
+        return ties[self._random.randrange(len(ties))] if len(ties) > 1 else ties[0]
 
     async def schedule_one(self, pod: PodInfo) -> None:
         decision = self.decide(pod)
@@ -295,7 +362,9 @@ class Scheduler:
             {**pod.pod, "spec": {**(pod.pod.get("spec") or {}), "nodeName": node.name}}
         )
         node.add_pod(assumed)
+        self._touched(node.name)
         self._assumed[pod.key] = node.name
+        self._placed[pod.key] = node.name
         self.queue.done(pod.key)
         task = asyncio.create_task(self._bind(pod, node.name))
         self._bindings.add(task)
@@ -334,6 +403,8 @@ class Scheduler:
             info = self.nodes.get(node)
             if info is not None:
                 info.remove_pod(pod.key)
+                self._touched(node)
+            self._placed.pop(pod.key, None)
 
     # ---- reporting -------------------------------------------------------------------------
 
@@ -403,3 +474,18 @@ class Scheduler:
     def explain(self, pod: dict[str, Any]) -> Decision:
         """Every node's verdict and the scores, for ``taintplane explain``."""
         return self.decide(PodInfo.of(pod), explain=True)
+
+
+class _Rows(Sequence[NodeInfo]):
+    """The chosen nodes, without building a list (PreScore rarely looks at them)."""
+
+    def __init__(self, nodes: list[NodeInfo], rows: Any) -> None:
+        self._nodes, self._rows = nodes, rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self._nodes[int(i)] for i in self._rows[index]]
+        return self._nodes[int(self._rows[index])]

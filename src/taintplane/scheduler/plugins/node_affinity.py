@@ -11,13 +11,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from taintplane.api.tolerations import parse_int64
+import numpy as np
+import numpy.typing as npt
+
 from taintplane.scheduler.framework import (
     CycleState,
     FilterPlugin,
     ScorePlugin,
     Status,
     default_normalize,
+    normalize_array,
 )
+from taintplane.scheduler.table import NodeTable
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
 
@@ -92,6 +97,24 @@ class NodeAffinity:
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
         default_normalize(scores, reverse=False)
+
+    def filter_all(
+        self, state: CycleState, pod: PodInfo, table: NodeTable
+    ) -> npt.NDArray[np.bool_]:
+        spec = pod.pod.get("spec") or {}
+        if not spec.get("nodeSelector") and not _node_affinity(pod).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ):
+            return np.ones(table.size, dtype=bool)
+        return np.array([self.filter(state, pod, node) is None for node in table.nodes], dtype=bool)
+
+    def score_all(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, rows: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int64]:
+        if not _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution"):
+            return np.zeros(len(rows), dtype=np.int64)
+        raw = np.array([self.score(state, pod, table.nodes[i]) for i in rows], dtype=np.int64)
+        return normalize_array(raw, reverse=False)
 
 
 _checks: tuple[type[FilterPlugin], type[ScorePlugin]] = (NodeAffinity, NodeAffinity)

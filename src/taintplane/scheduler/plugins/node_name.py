@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
+
 from taintplane.scheduler.framework import CycleState, FilterPlugin, Status
+from taintplane.scheduler.table import NodeTable
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
 
@@ -18,6 +22,13 @@ class NodeName:
         if pod.node_name and pod.node_name != node.name:
             return Status.unresolvable(ERR_REASON)
         return None
+
+    def filter_all(
+        self, state: CycleState, pod: PodInfo, table: NodeTable
+    ) -> npt.NDArray[np.bool_]:
+        if not pod.node_name:
+            return np.ones(table.size, dtype=bool)
+        return np.asarray(table.names == pod.node_name, dtype=bool)
 
 
 _check: type[FilterPlugin] = NodeName

@@ -3,6 +3,9 @@ NodeResourcesBalancedAllocation (prefer nodes whose cpu and memory use stay leve
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
+
 from taintplane.scheduler.framework import (
     MAX_NODE_SCORE,
     CycleState,
@@ -12,10 +15,13 @@ from taintplane.scheduler.framework import (
 )
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
+from taintplane.scheduler.table import NodeTable
 
 __all__ = ["NodeResourcesBalancedAllocation", "NodeResourcesFit", "insufficient_resources"]
 
 TOO_MANY_PODS = "Too many pods"
+Mask = npt.NDArray[np.bool_]
+Rows = npt.NDArray[np.int64]
 _NATIVE = ("cpu", "memory", "ephemeral-storage")
 
 
@@ -64,6 +70,35 @@ class NodeResourcesFit:
     def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
         return None  # already 0..100
 
+    def filter_all(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Mask | None:
+        if any(r not in _NATIVE for r in pod.requests):
+            return None  # extended resources: node by node
+        mask = table.pod_count + 1 <= table.alloc_pods
+        if not any(pod.requests.values()):
+            return mask
+        for resource, allocatable, requested in (
+            ("cpu", table.alloc_cpu, table.req_cpu),
+            ("memory", table.alloc_memory, table.req_memory),
+            ("ephemeral-storage", table.alloc_storage, table.req_storage),
+        ):
+            wanted = pod.requests.get(resource, 0)
+            if wanted > 0:
+                mask &= wanted <= allocatable - requested
+        return mask
+
+    def score_all(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Rows:
+        total = np.zeros(len(rows), dtype=np.int64)
+        for capacity, used, wanted in (
+            (table.alloc_cpu[rows], table.score_cpu[rows], pod.score_requests[0]),
+            (table.alloc_memory[rows], table.score_memory[rows], pod.score_requests[1]),
+        ):
+            requested = used + wanted
+            fits = (capacity > 0) & (requested <= capacity)
+            total += np.where(
+                fits, (capacity - requested) * MAX_NODE_SCORE // np.maximum(capacity, 1), 0
+            )
+        return total // 2
+
 
 class NodeResourcesBalancedAllocation:
     name = names.NODE_RESOURCES_BALANCED_ALLOCATION
@@ -83,6 +118,16 @@ class NodeResourcesBalancedAllocation:
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
         return None
+
+    def score_all(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Rows:
+        cap_cpu, cap_mem = table.alloc_cpu[rows], table.alloc_memory[rows]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cpu = np.minimum((table.score_cpu[rows] + pod.score_requests[0]) / cap_cpu, 1.0)
+            mem = np.minimum((table.score_memory[rows] + pod.score_requests[1]) / cap_mem, 1.0)
+            balanced = ((1 - np.abs(cpu - mem) / 2) * MAX_NODE_SCORE).astype(np.int64)
+        both = (cap_cpu > 0) & (cap_mem > 0)
+        one = (cap_cpu > 0) != (cap_mem > 0)
+        return np.where(both, balanced, np.where(one, MAX_NODE_SCORE, 0)).astype(np.int64)
 
 
 _checks: tuple[type[FilterPlugin], type[ScorePlugin], type[ScorePlugin]] = (

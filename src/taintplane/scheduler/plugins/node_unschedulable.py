@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.wellknown import TAINT_NODE_UNSCHEDULABLE
+import numpy as np
+import numpy.typing as npt
+
 from taintplane.scheduler.framework import CycleState, FilterPlugin, Status
+from taintplane.scheduler.table import NodeTable
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
 
@@ -23,6 +27,13 @@ class NodeUnschedulable:
         if any(t.tolerates(_UNSCHEDULABLE) for t in pod.tolerations):
             return None
         return Status.unresolvable(ERR_REASON_UNSCHEDULABLE)
+
+    def filter_all(
+        self, state: CycleState, pod: PodInfo, table: NodeTable
+    ) -> npt.NDArray[np.bool_]:
+        if any(t.tolerates(_UNSCHEDULABLE) for t in pod.tolerations):
+            return np.ones(table.size, dtype=bool)
+        return ~table.unschedulable
 
 
 _check: type[FilterPlugin] = NodeUnschedulable

@@ -7,6 +7,9 @@ from collections.abc import Sequence
 
 from taintplane.api.taints import TaintEffect
 from taintplane.api.tolerations import TaintFilter, Toleration, find_untolerated_taint
+import numpy as np
+import numpy.typing as npt
+
 from taintplane.scheduler.framework import (
     CycleState,
     FilterPlugin,
@@ -14,11 +17,16 @@ from taintplane.scheduler.framework import (
     ScorePlugin,
     Status,
     default_normalize,
+    normalize_array,
 )
+from taintplane.scheduler.table import NodeTable
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
 
 __all__ = ["ERR_REASON_NOT_MATCH", "TaintToleration"]
+
+Mask = npt.NDArray[np.bool_]
+Rows = npt.NDArray[np.int64]
 
 #: Since Kubernetes 1.35 (and 1.34.2) the reason names no taint: keys and values may be
 #: sensitive, and a node-specific reason would split the "0/N nodes" histogram.
@@ -66,6 +74,46 @@ class TaintToleration:
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
         default_normalize(scores, reverse=True)
+
+    # ---- over all nodes at once (see table.py) ---------------------------------------------
+
+    def filter_all(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Mask:
+        tolerated = np.array(
+            [
+                find_untolerated_taint(
+                    group,
+                    pod.tolerations,
+                    TaintFilter.DO_NOT_SCHEDULE,
+                    comparison_operators=self.comparison_operators,
+                )
+                is None
+                for group in table.groups
+            ],
+            dtype=bool,
+        )
+        return tolerated[table.taint_group] if table.size else np.ones(0, dtype=bool)
+
+    def score_all(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows) -> Rows:
+        tolerations: tuple[Toleration, ...] = state.data.get(_PRE_SCORE_KEY, ())
+        counts = np.array(
+            [
+                sum(
+                    1
+                    for taint in group
+                    if taint.effect == TaintEffect.PREFER_NO_SCHEDULE
+                    and not any(
+                        t.tolerates(taint, comparison_operators=self.comparison_operators)
+                        for t in tolerations
+                    )
+                )
+                for group in table.groups
+            ],
+            dtype=np.int64,
+        )
+        raw = (
+            counts[table.taint_group[rows]] if len(counts) else np.zeros(len(rows), dtype=np.int64)
+        )
+        return normalize_array(raw, reverse=True)
 
 
 _checks: tuple[type[FilterPlugin], type[PreScorePlugin], type[ScorePlugin]] = (
