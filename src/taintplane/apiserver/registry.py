@@ -566,6 +566,10 @@ class Registry:
                 progress.revision = event.revision
                 obj = orjson.loads(event.value)
                 meta(obj)["resourceVersion"] = str(event.revision)
+                if labels is None and fields is None:
+                    # No selection to move in or out of: the event type is the answer.
+                    yield WatchItem(event.type.value, obj)
+                    continue
                 previous = orjson.loads(event.prev_value) if event.prev_value is not None else None
                 now_in = event.type is not EventType.DELETED and selected(obj)
                 was_in = event.type is not EventType.ADDED and selected(previous)

@@ -49,7 +49,7 @@ MIN_FEASIBLE_PERCENTAGE = 5
 
 NODES = resource("", "v1", "nodes")
 PODS = resource("", "v1", "pods")
-EVENTS = resource("events.k8s.io", "v1", "events")
+EVENTS = resource("", "v1", "events")
 
 
 def default_framework(features: FeatureGates | None = None) -> Framework:
@@ -302,10 +302,11 @@ class Scheduler:
         total = np.zeros(chosen.size, dtype=np.int64)
         for plugin_scores in scores.values():
             total += plugin_scores
-        totals = dict(
-            zip((nodes[int(i)].name for i in chosen), (int(v) for v in total), strict=True)
-        )
-        return Decision(node=self._select(totals))
+        # Among equal totals, one uniformly at random (what upstream's reservoir sampling
+        # amounts to), in one draw.
+        ties = chosen[total == total.max()]
+        pick = ties[self._random.randrange(ties.size)] if ties.size > 1 else ties[0]
+        return Decision(node=nodes[int(pick)].name)
 
     def _decide_node_by_node(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], explain: bool
@@ -442,18 +443,19 @@ class Scheduler:
 
     async def _event(self, pod: PodInfo, kind: str, reason: str, action: str, note: str) -> None:
         now = self.clock.now()
+        # Written as core/v1 (the storage version; events.k8s.io/v1 readers see the same).
         event = {
-            "apiVersion": "events.k8s.io/v1",
+            "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"name": f"{pod.name}.{secrets.token_hex(8)}", "namespace": pod.namespace},
             "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-            "reportingController": self.name,
+            "reportingComponent": self.name,
             "reportingInstance": f"{self.name}-taintplane",
             "action": action,
             "reason": reason,
             "type": kind,
-            "note": note[:1024],
-            "regarding": {
+            "message": note[:1024],
+            "involvedObject": {
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "namespace": pod.namespace,
@@ -461,10 +463,10 @@ class Scheduler:
                 "uid": pod.pod["metadata"].get("uid"),
                 "resourceVersion": pod.pod["metadata"].get("resourceVersion"),
             },
-            "deprecatedSource": {"component": self.name},
-            "deprecatedFirstTimestamp": format_time(now),
-            "deprecatedLastTimestamp": format_time(now),
-            "deprecatedCount": 1,
+            "source": {"component": self.name},
+            "firstTimestamp": format_time(now),
+            "lastTimestamp": format_time(now),
+            "count": 1,
         }
         try:
             await self.client.create(EVENTS, event, namespace=pod.namespace)
