@@ -9,10 +9,9 @@ from dataclasses import replace
 from typing import Any
 
 import orjson
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, Scheme
@@ -31,7 +30,6 @@ __all__ = ["DEFAULT_NAMESPACES", "APIServer"]
 log = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
 class APIServer:
@@ -52,7 +50,7 @@ class APIServer:
         self.server_address = server_address
         self.registry = Registry(store, clock, features, scheme)
         self.handlers = ResourceHandlers(self.registry, clock, bookmark_interval=bookmark_interval)
-        self.app = Starlette(routes=[Route("/{path:path}", self.dispatch, methods=METHODS)])
+        self.app = self._asgi
         self._background: set[asyncio.Task[None]] = set()
         self.openapi = OpenAPI(scheme)
         self.compaction_interval = compaction_interval
@@ -94,6 +92,22 @@ class APIServer:
         return ns_type
 
     # ---- routing ---------------------------------------------------------------------------
+
+    async def _asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI entry point. Routing is ours (Kubernetes paths are not a route table), so
+        requests go straight to :meth:`dispatch` without a framework router in between."""
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        response = await self.dispatch(Request(scope, receive))
+        await response(scope, receive, send)
 
     async def dispatch(self, request: Request) -> Response:
         try:

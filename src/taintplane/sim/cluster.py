@@ -130,6 +130,7 @@ class Cluster:
         config = uvicorn.Config(
             self.apiserver.app,
             log_level="warning",
+            interface="asgi3",
             lifespan="off",
             access_log=False,
             # Open watches are cut at shutdown (clients re-watch), as kube-apiserver does.
