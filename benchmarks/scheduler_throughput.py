@@ -122,9 +122,43 @@ async def run(
             profiler.dump_stats(profile)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+        # Backlog: the same number of pods created while no scheduler runs, then a fresh
+        # scheduler starts and is timed until every one is bound (scheduling alone).
+        for first in range(0, pods, 500):
+            await asyncio.gather(
+                *(
+                    server.registry.create(pod_type, "default", pod(i, taints, "backlog"))
+                    for i in range(first, min(first + 500, pods))
+                )
+            )
+        fresh = Scheduler(client, RealClock(), seed=1)
+        bound = asyncio.Event()
+        done: set[str] = set()
+
+        def on_update(old: dict[str, Any], new: dict[str, Any]) -> None:
+            if new["metadata"]["name"].startswith("backlog") and new["spec"].get("nodeName"):
+                done.add(new["metadata"]["name"])
+                if len(done) == pods:
+                    bound.set()
+
+        fresh.pod_informer._on_update = _chain(fresh.pod_informer._on_update, on_update)
+        started = time.perf_counter()
+        task = asyncio.create_task(fresh.run())
+        await bound.wait()
+        backlog = time.perf_counter() - started
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
         await server.close()
         await store.close()
-        return {"nodes": nodes, "pods": pods, "seconds": elapsed, "pods_per_s": pods / elapsed}
+        return {
+            "nodes": nodes,
+            "pods": pods,
+            "seconds": elapsed,
+            "pods_per_s": pods / elapsed,
+            "backlog_seconds": backlog,
+            "backlog_pods_per_s": pods / backlog,
+        }
 
 
 def _chain(first: Any, second: Any) -> Any:
@@ -149,8 +183,10 @@ def main() -> int:
     result = asyncio.run(run(args.nodes, args.placed, args.pods, args.taints, args.profile))
     variant = "taint-heavy" if args.taints else "basic"
     print(
-        f"{variant}: {args.nodes} nodes, {args.pods} pods in {result['seconds']:.2f} s = "
-        f"{result['pods_per_s']:.0f} pods/s"
+        f"{variant}: {args.nodes} nodes: {args.pods} pods created and scheduled in "
+        f"{result['seconds']:.2f} s = {result['pods_per_s']:.0f} pods/s; a backlog of "
+        f"{args.pods} pods scheduled in {result['backlog_seconds']:.2f} s = "
+        f"{result['backlog_pods_per_s']:.0f} pods/s"
     )
     if args.profile:
         pstats.Stats(str(args.profile)).sort_stats("tottime").print_stats(15)

@@ -81,9 +81,11 @@ class SchedulingQueue:
         self._active: list[tuple[int, float, int, str]] = []
         self._backoff: list[tuple[float, int, str]] = []
         self._pods: dict[str, QueuedPod] = {}
-        self._where: dict[
-            str, str
-        ] = {}  # key -> "active" | "backoff" | "unschedulable" | "inflight"
+        # Where each pod is: "active", "backoff", "unschedulable" or "inflight".
+        self._where: dict[str, str] = {}
+        # Unschedulable pods by the time they were parked (a heap, lazily cleaned), so the
+        # five-minute flush never scans the whole queue.
+        self._parked: list[tuple[float, int, str]] = []
         self._wakeup = asyncio.Event()
         self.scheduling_cycle = 0
         self._move_cycle = -1
@@ -166,13 +168,23 @@ class SchedulingQueue:
                 waiter.cancel()
 
     def _next_due(self) -> float | None:
+        self._drop_stale_parked()
         candidates = [self._backoff[0][0]] if self._backoff else []
-        unschedulable = [
-            q.added_at for k, q in self._pods.items() if self._where.get(k) == "unschedulable"
-        ]
-        if unschedulable:
-            candidates.append(min(unschedulable) + MAX_IN_UNSCHEDULABLE)
+        if self._parked:
+            candidates.append(self._parked[0][0] + MAX_IN_UNSCHEDULABLE)
         return min(candidates) if candidates else None
+
+    def _drop_stale_parked(self) -> None:
+        while self._parked:
+            parked_at, _, key = self._parked[0]
+            queued = self._pods.get(key)
+            if (
+                queued is not None
+                and self._where.get(key) == "unschedulable"
+                and queued.added_at == parked_at
+            ):
+                return
+            heapq.heappop(self._parked)
 
     def _flush(self) -> None:
         now = self.clock.monotonic()
@@ -185,12 +197,11 @@ class SchedulingQueue:
                 and queued.backoff_until <= now
             ):
                 self._activate(queued)
-        for key, queued in list(self._pods.items()):
-            if (
-                self._where.get(key) == "unschedulable"
-                and now - queued.added_at >= MAX_IN_UNSCHEDULABLE
-            ):
-                self._move(queued)
+        self._drop_stale_parked()
+        while self._parked and now - self._parked[0][0] >= MAX_IN_UNSCHEDULABLE:
+            _, _, key = heapq.heappop(self._parked)
+            self._move(self._pods[key])
+            self._drop_stale_parked()
 
     def done(self, key: str) -> None:
         """The pod was scheduled (assumed on a node); it leaves the queue."""
@@ -206,6 +217,7 @@ class SchedulingQueue:
             self._to_backoff(queued)  # something changed while it was being scheduled
         else:
             self._where[info.key] = "unschedulable"
+            heapq.heappush(self._parked, (queued.added_at, next(self._order), info.key))
 
     def error(self, info: PodInfo) -> None:
         queued = self._pods.get(info.key)
@@ -219,8 +231,9 @@ class SchedulingQueue:
     def on_event(self, event: str) -> None:
         """Move the unschedulable pods that ``event`` might help."""
         self._move_cycle = self.scheduling_cycle
-        for key, queued in list(self._pods.items()):
-            if self._where.get(key) != "unschedulable":
+        for _, _, key in list(self._parked):
+            queued = self._pods.get(key)
+            if queued is None or self._where.get(key) != "unschedulable":
                 continue
             if not queued.rejected_by or any(
                 event in INTERESTS.get(p, set()) for p in queued.rejected_by

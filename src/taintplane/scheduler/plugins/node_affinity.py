@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from taintplane.api.tolerations import parse_int64
 import numpy as np
 import numpy.typing as npt
 
+from taintplane.api.tolerations import parse_int64
 from taintplane.scheduler.framework import (
     CycleState,
     FilterPlugin,
@@ -22,9 +22,9 @@ from taintplane.scheduler.framework import (
     default_normalize,
     normalize_array,
 )
-from taintplane.scheduler.table import NodeTable
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
+from taintplane.scheduler.table import NodeTable
 
 __all__ = ["ERR_REASON_POD", "NodeAffinity", "term_matches"]
 

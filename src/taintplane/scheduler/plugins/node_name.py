@@ -6,9 +6,9 @@ import numpy as np
 import numpy.typing as npt
 
 from taintplane.scheduler.framework import CycleState, FilterPlugin, Status
-from taintplane.scheduler.table import NodeTable
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
+from taintplane.scheduler.table import NodeTable
 
 __all__ = ["ERR_REASON", "NodeName"]
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from taintplane.api.taints import Taint, TaintEffect
-from taintplane.api.wellknown import TAINT_NODE_UNSCHEDULABLE
 import numpy as np
 import numpy.typing as npt
 
+from taintplane.api.taints import Taint, TaintEffect
+from taintplane.api.wellknown import TAINT_NODE_UNSCHEDULABLE
 from taintplane.scheduler.framework import CycleState, FilterPlugin, Status
-from taintplane.scheduler.table import NodeTable
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
+from taintplane.scheduler.table import NodeTable
 
 __all__ = ["ERR_REASON_UNSCHEDULABLE", "NodeUnschedulable"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from taintplane.api.taints import TaintEffect
-from taintplane.api.tolerations import TaintFilter, Toleration, find_untolerated_taint
 import numpy as np
 import numpy.typing as npt
 
+from taintplane.api.taints import TaintEffect
+from taintplane.api.tolerations import TaintFilter, Toleration, find_untolerated_taint
 from taintplane.scheduler.framework import (
     CycleState,
     FilterPlugin,
@@ -19,9 +19,9 @@ from taintplane.scheduler.framework import (
     default_normalize,
     normalize_array,
 )
-from taintplane.scheduler.table import NodeTable
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
+from taintplane.scheduler.table import NodeTable
 
 __all__ = ["ERR_REASON_NOT_MATCH", "TaintToleration"]
 

@@ -1,0 +1,136 @@
+"""The scheduling queue on virtual time: backoff, event-driven moves, the five-minute flush."""
+
+import asyncio
+
+from taintplane.clock import VirtualClock
+from taintplane.scheduler.nodeinfo import PodInfo
+from taintplane.scheduler.queue import ClusterEvent, SchedulingQueue
+from tests.scheduler.builders import make_pod
+
+
+def info(name, priority=0):
+    return PodInfo.of(make_pod(name, priority=priority))
+
+
+def run(scenario):
+    asyncio.run(scenario())
+
+
+async def pop_now(queue, clock):
+    """The pod that is ready at this instant (fails if none is)."""
+    task = asyncio.create_task(queue.pop())
+    await clock.advance(0)
+    assert task.done(), "no pod was ready"
+    return task.result().name
+
+
+def test_higher_priority_first_then_oldest():
+    async def scenario():
+        clock = VirtualClock()
+        queue = SchedulingQueue(clock)
+        queue.add(info("low-1"))
+        await clock.advance(1)
+        queue.add(info("high", priority=10))
+        queue.add(info("low-2"))
+        assert [await pop_now(queue, clock) for _ in range(3)] == ["high", "low-1", "low-2"]
+
+    run(scenario)
+
+
+def test_unschedulable_pods_wait_for_an_event_their_rejecting_plugin_cares_about():
+    async def scenario():
+        clock = VirtualClock()
+        queue = SchedulingQueue(clock)
+        queue.add(info("tainted-out"))
+        pod = await queue.pop()
+        queue.unschedulable(pod, {"TaintToleration"})
+        await clock.advance(30)  # backoff (1 s) long over
+        queue.on_event(ClusterEvent.NODE_ALLOCATABLE)  # irrelevant to taints
+        waiter = asyncio.create_task(queue.pop())
+        await clock.advance(0)
+        assert not waiter.done()
+        queue.on_event(ClusterEvent.NODE_TAINT)
+        await clock.advance(0)
+        assert waiter.done()
+        assert waiter.result().name == "tainted-out"
+
+    run(scenario)
+
+
+def test_a_move_within_the_backoff_waits_for_the_backoff():
+    async def scenario():
+        clock = VirtualClock()
+        queue = SchedulingQueue(clock)
+        queue.add(info("p"))
+        queue.unschedulable(await queue.pop(), {"TaintToleration"})
+        queue.on_event(ClusterEvent.NODE_TAINT)  # immediately: still backing off (1 s)
+        waiter = asyncio.create_task(queue.pop())
+        await clock.advance(0.5)
+        assert not waiter.done()
+        await clock.advance(0.5)
+        assert waiter.done()
+
+    run(scenario)
+
+
+def test_an_event_during_the_cycle_sends_the_failed_pod_to_backoff_not_limbo():
+    async def scenario():
+        clock = VirtualClock()
+        queue = SchedulingQueue(clock)
+        queue.add(info("p"))
+        pod = await queue.pop()
+        queue.on_event(ClusterEvent.NODE_ADD)  # while "p" is being scheduled
+        queue.unschedulable(pod, {"TaintToleration"})
+        waiter = asyncio.create_task(queue.pop())
+        await clock.advance(1)
+        assert waiter.done()
+
+    run(scenario)
+
+
+def test_unschedulable_pods_are_retried_after_five_minutes_anyway():
+    async def scenario():
+        clock = VirtualClock()
+        queue = SchedulingQueue(clock)
+        queue.add(info("forgotten"))
+        queue.unschedulable(await queue.pop(), {"NodeAffinity"})
+        waiter = asyncio.create_task(queue.pop())
+        await clock.advance(299)
+        assert not waiter.done()
+        await clock.advance(1)
+        assert waiter.done()
+
+    run(scenario)
+
+
+def test_backoff_doubles_per_attempt_up_to_ten_seconds():
+    async def scenario():
+        clock = VirtualClock()
+        queue = SchedulingQueue(clock)
+        queue.add(info("erring"))
+        pod = await queue.pop()
+        delays = []
+        for _ in range(6):
+            queue.error(pod)
+            started = clock.monotonic()
+            waiter = asyncio.create_task(queue.pop())
+            while not waiter.done():
+                await clock.advance(0.5)
+            delays.append(clock.monotonic() - started)
+            pod = waiter.result()
+        assert delays == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+
+    run(scenario)
+
+
+def test_deleted_pods_leave_the_queue():
+    async def scenario():
+        clock = VirtualClock()
+        queue = SchedulingQueue(clock)
+        queue.add(info("gone"))
+        queue.add(info("kept"))
+        queue.delete("default/gone")
+        assert await pop_now(queue, clock) == "kept"
+        assert "default/gone" not in queue
+
+    run(scenario)
