@@ -50,13 +50,24 @@ def schemas() -> dict[str, Any]:
     return data
 
 
+_REFS: dict[int, str | None] = {}
+
+
 def _ref(schema: dict[str, Any]) -> str | None:
-    if "$ref" in schema:
-        return str(schema["$ref"]).rsplit("/", 1)[1]
-    for part in schema.get("allOf") or []:
-        if "$ref" in part:
-            return str(part["$ref"]).rsplit("/", 1)[1]
-    return None
+    """The schema a property refers to. Memoized by identity: the schemas are loaded once and
+    never change, and this runs for every field of every object written."""
+    if not schema:
+        return None  # the empty stand-ins built on the fly are never cached by identity
+    key = id(schema)
+    if key not in _REFS:
+        found = None
+        if "$ref" in schema:
+            found = str(schema["$ref"]).rsplit("/", 1)[1]
+        for part in schema.get("allOf") or []:
+            if found is None and "$ref" in part:
+                found = str(part["$ref"]).rsplit("/", 1)[1]
+        _REFS[key] = found
+    return _REFS[key]
 
 
 def _go_type(schema: dict[str, Any]) -> str:
