@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from taintplane import __version__
+from taintplane.cli.explain import explain_command
 from taintplane.cli.up import serve_command, up_command
 
 
@@ -18,6 +19,7 @@ def cli() -> None:
 
 cli.add_command(up_command)
 cli.add_command(serve_command)
+cli.add_command(explain_command)
 
 
 def main() -> None:
