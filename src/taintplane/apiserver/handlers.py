@@ -546,19 +546,22 @@ class ResourceHandlers:
                     }
                     yield codec.encode({"type": "BOOKMARK", "object": bookmark}) + b"\n"
                     continue
-                last_rv = payload.object["metadata"]["resourceVersion"]
-                obj = payload.object
                 if table:
-                    obj = table_for(
+                    obj = payload.object
+                    table_obj = table_for(
                         resource,
                         [obj],
                         self.clock.now(),
                         include_object=include,
                         with_definitions=first_table,
-                        list_meta={"resourceVersion": last_rv},
+                        list_meta={"resourceVersion": obj["metadata"]["resourceVersion"]},
                     )
                     first_table = False
-                yield codec.encode({"type": payload.type, "object": obj}) + b"\n"
+                    yield codec.encode({"type": payload.type, "object": table_obj}) + b"\n"
+                    continue
+                yield (
+                    b'{"type":"' + payload.type.encode() + b'","object":' + payload.encoded + b"}\n"
+                )
         finally:
             for task in tasks:
                 task.cancel()

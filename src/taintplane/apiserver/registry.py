@@ -66,7 +66,21 @@ class ListPage:
 @dataclass
 class WatchItem:
     type: str
-    object: dict[str, Any]
+    #: The object; for raw items (see ``raw``) decoded only when someone asks.
+    _object: dict[str, Any] | None = None
+    #: The object's JSON with its resourceVersion, when the watch could pass it undecoded.
+    raw: bytes | None = None
+
+    @property
+    def object(self) -> dict[str, Any]:
+        if self._object is None:
+            assert self.raw is not None
+            self._object = orjson.loads(self.raw)
+        return self._object
+
+    @property
+    def encoded(self) -> bytes:
+        return self.raw if self.raw is not None else orjson.dumps(self.object)
 
 
 @dataclass
@@ -564,12 +578,14 @@ class Registry:
         try:
             async for event in watch:
                 progress.revision = event.revision
+                if labels is None and fields is None:
+                    # No selection to move in or out of: the event type is the answer, and the
+                    # stored bytes go out with the resourceVersion spliced in, undecoded.
+                    kv = KV(event.key, event.value, event.revision, 0)
+                    yield WatchItem(event.type.value, raw=self.splice(kv))
+                    continue
                 obj = orjson.loads(event.value)
                 meta(obj)["resourceVersion"] = str(event.revision)
-                if labels is None and fields is None:
-                    # No selection to move in or out of: the event type is the answer.
-                    yield WatchItem(event.type.value, obj)
-                    continue
                 previous = orjson.loads(event.prev_value) if event.prev_value is not None else None
                 now_in = event.type is not EventType.DELETED and selected(obj)
                 was_in = event.type is not EventType.ADDED and selected(previous)
