@@ -207,7 +207,7 @@ def _store(
         if subresource:
             entry["subresource"] = subresource
         kept.append(entry)
-    return [e for e in kept if _owned(e)]
+    return [e for e in kept if e.get("fieldsV1")]  # an entry that owns nothing goes
 
 
 def _disown(

@@ -128,6 +128,10 @@ class Registry:
         self.scheme = scheme
         self.admit = admit
         self._strategies = {rt: strategy_for(rt, self.features) for rt in scheme}
+        # Namespaces known to exist and not be terminating. Every namespace write goes through
+        # this registry (the embedded store has one writer process), which forgets the entry;
+        # a store shared by several API servers will need a watch here instead.
+        self._open_namespaces: set[str] = set()
 
     def strategy(self, resource: ResourceType) -> Strategy:
         return self._strategies[resource]
@@ -161,6 +165,9 @@ class Registry:
         return raw[:cut] + b'"resourceVersion":"%d",' % kv.mod_revision + raw[cut:]
 
     def _key(self, resource: ResourceType, namespace: str, name: str) -> str:
+        if resource.kind == "Namespace" and resource.group == "":
+            # Any write (or read for writing) of a namespace: its cached state may change.
+            self._open_namespaces.discard(name)
         return resource.storage_key(namespace, name)
 
     def _prefix(self, resource: ResourceType, namespace: str) -> str:
@@ -315,6 +322,8 @@ class Registry:
     async def _check_namespace_open(
         self, resource: ResourceType, namespace: str, name: str
     ) -> None:
+        if namespace in self._open_namespaces:
+            return
         ns_type = self.scheme.lookup("", "v1", "namespaces")
         assert ns_type is not None
         kv = await self.store.get(self._key(ns_type, "", namespace))
@@ -327,6 +336,7 @@ class Registry:
                 f"unable to create new content in namespace {namespace} because it is being "
                 "terminated",
             )
+        self._open_namespaces.add(namespace)
 
     # ---- update ----------------------------------------------------------------------------
 
