@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from taintplane.apiserver.app import APIServer
-from taintplane.client import Client, InProcessTransport, resource
+from taintplane.client import Client, HTTPTransport, InProcessTransport, resource
 from taintplane.clock import RealClock
 from taintplane.scheduler.scheduler import Scheduler
 from taintplane.store.sqlite import SqliteStore
@@ -166,6 +166,67 @@ async def run(
         }
 
 
+async def run_remote(nodes: int, pods: int, taints: bool, port: int) -> dict[str, float]:
+    """The backlog against a separate ``taintplane serve`` process, over HTTP."""
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory(prefix="tp-sched-remote-") as tmp:
+        store = await SqliteStore(Path(tmp) / "state.db").open()
+        server = APIServer(store, RealClock())
+        await server.bootstrap()
+        for first in range(0, nodes, 500):
+            await asyncio.gather(
+                *(
+                    server.registry.create(NODES, "", node(i, taints))
+                    for i in range(first, min(first + 500, nodes))
+                )
+            )
+        for first in range(0, pods, 500):
+            await asyncio.gather(
+                *(
+                    server.registry.create(PODS, "default", pod(i, taints, "remote"))
+                    for i in range(first, min(first + 500, pods))
+                )
+            )
+        await server.close()
+        await store.close()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "taintplane", "serve", "--data-dir", tmp, "--port", str(port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert process.stdout is not None
+        process.stdout.readline()
+        transport = HTTPTransport(f"http://127.0.0.1:{port}")
+        try:
+            scheduler = Scheduler(Client(transport), RealClock(), seed=1)
+            bound = asyncio.Event()
+            done: set[str] = set()
+
+            def on_update(old: dict[str, Any], new: dict[str, Any]) -> None:
+                if new["spec"].get("nodeName"):
+                    done.add(new["metadata"]["name"])
+                    if len(done) == pods:
+                        bound.set()
+
+            scheduler.pod_informer._on_update = _chain(scheduler.pod_informer._on_update, on_update)
+            task = asyncio.create_task(scheduler.run())
+            await scheduler.node_informer.synced.wait()
+            await scheduler.pod_informer.synced.wait()
+            started = time.perf_counter()
+            await bound.wait()
+            elapsed = time.perf_counter() - started
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        finally:
+            await transport.close()
+            process.terminate()
+            process.wait()
+        return {"remote_seconds": elapsed, "remote_pods_per_s": pods / elapsed}
+
+
 def _chain(first: Any, second: Any) -> Any:
     def both(old: dict[str, Any], new: dict[str, Any]) -> None:
         first(old, new)
@@ -183,10 +244,23 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--taints", action="store_true")
     parser.add_argument("--profile", type=Path)
+    parser.add_argument(
+        "--remote",
+        action="store_true",
+        help="only the backlog against a separate `taintplane serve` over HTTP",
+    )
+    parser.add_argument("--port", type=int, default=18777)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    result = asyncio.run(run(args.nodes, args.placed, args.pods, args.taints, args.profile))
     variant = "taint-heavy" if args.taints else "basic"
+    if args.remote:
+        remote = asyncio.run(run_remote(args.nodes, args.pods, args.taints, args.port))
+        print(
+            f"{variant}, separate API server process: {args.pods} pods on {args.nodes} nodes "
+            f"scheduled in {remote['remote_seconds']:.2f} s = {remote['remote_pods_per_s']:.0f} pods/s"
+        )
+        return 0
+    result = asyncio.run(run(args.nodes, args.placed, args.pods, args.taints, args.profile))
     print(
         f"{variant}: {args.nodes} nodes: {args.pods} pods created and scheduled in "
         f"{result['seconds']:.2f} s = {result['pods_per_s']:.0f} pods/s; a backlog of "

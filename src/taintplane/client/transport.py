@@ -55,8 +55,14 @@ class Transport(Protocol):
 class HTTPTransport:
     def __init__(self, base_url: str, *, token: str | None = None, verify: bool = True) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # Components keep many requests in flight (bindings, events): keep that many
+        # connections open instead of reconnecting beyond httpx's default of 20.
         self._client = httpx.AsyncClient(
-            base_url=base_url, headers=headers, verify=verify, timeout=httpx.Timeout(60, read=None)
+            base_url=base_url,
+            headers=headers,
+            verify=verify,
+            timeout=httpx.Timeout(60, read=None),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=64),
         )
 
     async def request(

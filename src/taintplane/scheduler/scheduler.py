@@ -115,6 +115,10 @@ class Scheduler:
         self._placed: dict[str, str] = {}  # pod key -> the node whose accounting holds it
         self._random = random.Random(seed)
         self._bindings: set[asyncio.Task[None]] = set()
+        # Bindings in flight at once (upstream binds in goroutines under client rate limits):
+        # enough to keep the API busy, few enough that a burst does not pile up thousands of
+        # requests in the transport.
+        self._binding_slots = asyncio.Semaphore(64)
         self.node_informer = Informer(
             client,
             NODES,
@@ -372,6 +376,10 @@ class Scheduler:
         task.add_done_callback(self._bindings.discard)
 
     async def _bind(self, pod: PodInfo, node: str) -> None:
+        async with self._binding_slots:
+            await self._bind_now(pod, node)
+
+    async def _bind_now(self, pod: PodInfo, node: str) -> None:
         binding = {
             "apiVersion": "v1",
             "kind": "Binding",
