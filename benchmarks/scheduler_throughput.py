@@ -257,7 +257,8 @@ def main() -> int:
         remote = asyncio.run(run_remote(args.nodes, args.pods, args.taints, args.port))
         print(
             f"{variant}, separate API server process: {args.pods} pods on {args.nodes} nodes "
-            f"scheduled in {remote['remote_seconds']:.2f} s = {remote['remote_pods_per_s']:.0f} pods/s"
+            f"scheduled in {remote['remote_seconds']:.2f} s = "
+            f"{remote['remote_pods_per_s']:.0f} pods/s"
         )
         return 0
     result = asyncio.run(run(args.nodes, args.placed, args.pods, args.taints, args.profile))
