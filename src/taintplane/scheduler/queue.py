@@ -55,6 +55,13 @@ INTERESTS: dict[str, set[str]] = {
     },
     names.NODE_NAME: {ClusterEvent.NODE_ADD},
     names.NODE_AFFINITY: {ClusterEvent.NODE_ADD, ClusterEvent.NODE_LABEL, ClusterEvent.POD_UPDATE},
+    names.POD_TOPOLOGY_SPREAD: {
+        ClusterEvent.NODE_ADD,
+        ClusterEvent.NODE_LABEL,
+        ClusterEvent.NODE_TAINT,
+        ClusterEvent.ASSIGNED_POD_DELETE,
+        ClusterEvent.POD_UPDATE,
+    },
     names.NODE_RESOURCES_FIT: {
         ClusterEvent.NODE_ADD,
         ClusterEvent.NODE_ALLOCATABLE,

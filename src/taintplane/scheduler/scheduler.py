@@ -34,6 +34,7 @@ from taintplane.scheduler.plugins.node_resources import (
     NodeResourcesFit,
 )
 from taintplane.scheduler.plugins.node_unschedulable import NodeUnschedulable
+from taintplane.scheduler.plugins.pod_topology_spread import ALL_NODES_KEY, PodTopologySpread
 from taintplane.scheduler.plugins.taint_toleration import TaintToleration
 from taintplane.scheduler.preemption import evaluate_preemption
 from taintplane.scheduler.queue import ClusterEvent, SchedulingQueue
@@ -61,6 +62,7 @@ def default_framework(features: FeatureGates | None = None) -> Framework:
         TaintToleration(comparison_operators=gates.comparison_operators),
         NodeAffinity(),
         NodeResourcesFit(),
+        PodTopologySpread(),
         NodeResourcesBalancedAllocation(),
     ]
     weights = {
@@ -68,6 +70,7 @@ def default_framework(features: FeatureGates | None = None) -> Framework:
         names.NODE_AFFINITY: 2,
         names.NODE_RESOURCES_FIT: 1,
         names.NODE_RESOURCES_BALANCED_ALLOCATION: 1,
+        names.POD_TOPOLOGY_SPREAD: 2,
     }
     return Framework(plugins, weights)
 
@@ -266,6 +269,7 @@ class Scheduler:
         if not nodes:
             return Decision(message=NO_NODES_AVAILABLE, diagnosis=Diagnosis(0))
         state = CycleState()
+        state.data[ALL_NODES_KEY] = nodes
         rejected = self.framework.run_pre_filter(state, pod, nodes)
         if rejected is not None:
             diagnosis = Diagnosis(len(nodes), pre_filter_message=rejected.message)

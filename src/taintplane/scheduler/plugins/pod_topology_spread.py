@@ -1,0 +1,222 @@
+"""PodTopologySpread: keep matching pods evenly spread over topology domains.
+
+``DoNotSchedule`` constraints filter: placing the pod on a node must not make its domain hold
+more than ``maxSkew`` matching pods above the least-loaded eligible domain. ``ScheduleAnyway``
+constraints score: fewer matching pods in the node's domain is better. Which nodes count is set
+per constraint by ``nodeAffinityPolicy`` (Honor by default: only nodes the pod's node affinity
+and nodeSelector admit) and ``nodeTaintsPolicy`` (Ignore by default; Honor: only nodes whose
+taints the pod tolerates). A node without a constraint's topology key is never a domain.
+System default constraints (for pods without any) are not applied.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from taintplane.api.selectors import LabelSelector, Operator, Requirement, label_selector_from_dict
+from taintplane.api.tolerations import TaintFilter, find_untolerated_taint
+from taintplane.scheduler.framework import (
+    MAX_NODE_SCORE,
+    Code,
+    CycleState,
+    FilterPlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    Status,
+)
+from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
+from taintplane.scheduler.plugins import names
+from taintplane.scheduler.plugins.node_affinity import NodeAffinity
+from taintplane.scheduler.table import NodeTable
+
+__all__ = [
+    "ALL_NODES_KEY",
+    "ERR_REASON_CONSTRAINTS_NOT_MATCH",
+    "ERR_REASON_NODE_LABEL_NOT_MATCH",
+    "PodTopologySpread",
+]
+
+ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
+ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
+_FILTER_KEY = "PreFilter" + names.POD_TOPOLOGY_SPREAD
+_SCORE_KEY = "PreScore" + names.POD_TOPOLOGY_SPREAD
+_AFFINITY = NodeAffinity()
+ALL_NODES_KEY = "all-nodes"
+"""Cycle-state key under which the scheduler leaves every node of the cycle (for scoring)."""
+
+
+@dataclass
+class Constraint:
+    max_skew: int
+    key: str
+    hard: bool
+    selector: LabelSelector
+    min_domains: int
+    honor_affinity: bool
+    honor_taints: bool
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], pod: PodInfo) -> Constraint:
+        selector = label_selector_from_dict(raw.get("labelSelector"))
+        labels = (pod.pod.get("metadata") or {}).get("labels") or {}
+        extra = tuple(
+            Requirement(key, Operator.IN, (labels[key],))
+            for key in raw.get("matchLabelKeys") or []
+            if key in labels
+        )
+        return cls(
+            max_skew=int(raw.get("maxSkew") or 1),
+            key=str(raw.get("topologyKey") or ""),
+            hard=raw.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule",
+            selector=LabelSelector(selector.requirements + extra),
+            min_domains=int(raw.get("minDomains") or 1),
+            honor_affinity=raw.get("nodeAffinityPolicy", "Honor") == "Honor",
+            honor_taints=raw.get("nodeTaintsPolicy", "Ignore") == "Honor",
+        )
+
+    def counts_node(self, pod: PodInfo, node: NodeInfo) -> bool:
+        """Does ``node`` take part in this constraint's domains for ``pod``?"""
+        if self.key not in node.labels:
+            return False
+        if self.honor_affinity and _AFFINITY.filter(CycleState(), pod, node) is not None:
+            return False
+        return not (
+            self.honor_taints
+            and find_untolerated_taint(node.taints, pod.tolerations, TaintFilter.DO_NOT_SCHEDULE)
+            is not None
+        )
+
+    def matching(self, pod: PodInfo, node: NodeInfo) -> int:
+        return sum(
+            1
+            for other in node.pods.values()
+            if other.namespace == pod.namespace
+            and not (other.pod.get("metadata") or {}).get("deletionTimestamp")
+            and self.selector.matches((other.pod.get("metadata") or {}).get("labels"))
+        )
+
+
+def _constraints(pod: PodInfo, hard: bool) -> list[Constraint]:
+    raw = (pod.pod.get("spec") or {}).get("topologySpreadConstraints") or []
+    parsed = [Constraint.parse(c, pod) for c in raw]
+    return [c for c in parsed if c.hard == hard]
+
+
+@dataclass
+class _Counts:
+    constraints: list[Constraint]
+    per_domain: list[dict[str, int]]
+
+    def minimum(self, index: int) -> int:
+        domains = self.per_domain[index]
+        if len(domains) < self.constraints[index].min_domains or not domains:
+            return 0
+        return min(domains.values())
+
+
+def _count(pod: PodInfo, nodes: Sequence[NodeInfo], constraints: list[Constraint]) -> _Counts:
+    per_domain: list[dict[str, int]] = [{} for _ in constraints]
+    for node in nodes:
+        if not all(c.key in node.labels for c in constraints):
+            continue
+        for i, constraint in enumerate(constraints):
+            if constraint.counts_node(pod, node):
+                domain = node.labels[constraint.key]
+                per_domain[i][domain] = per_domain[i].get(domain, 0) + constraint.matching(
+                    pod, node
+                )
+    return _Counts(constraints, per_domain)
+
+
+class PodTopologySpread:
+    name = names.POD_TOPOLOGY_SPREAD
+    reverse = False
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        hard = _constraints(pod, hard=True)
+        if not hard:
+            return Status(Code.SKIP)
+        state.data[_FILTER_KEY] = _count(pod, nodes, hard)
+        return None
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        counts: _Counts | None = state.data.get(_FILTER_KEY)
+        if counts is None:
+            return None
+        labels = (pod.pod.get("metadata") or {}).get("labels")
+        for i, constraint in enumerate(counts.constraints):
+            domain = node.labels.get(constraint.key)
+            if domain is None:
+                return Status.unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH)
+            self_match = 1 if constraint.selector.matches(labels) else 0
+            skew = counts.per_domain[i].get(domain, 0) + self_match - counts.minimum(i)
+            if skew > constraint.max_skew:
+                return Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
+        return None
+
+    def filter_all(
+        self, state: CycleState, pod: PodInfo, table: NodeTable
+    ) -> npt.NDArray[np.bool_] | None:
+        if state.data.get(_FILTER_KEY) is None:
+            return np.ones(table.size, dtype=bool)
+        return None  # with constraints, node by node
+
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        soft = _constraints(pod, hard=False)
+        if not soft:
+            return Status(Code.SKIP)
+        # As upstream: the domains that score are those of the feasible nodes, each counted
+        # over every node in the cluster; a feasible node lacking a topology key scores 0.
+        all_nodes: Sequence[NodeInfo] = state.data.get(ALL_NODES_KEY, nodes)
+        counts = _count(pod, all_nodes, soft)
+        ignored = {n.name for n in nodes if not all(c.key in n.labels for c in soft)}
+        for i, constraint in enumerate(soft):
+            seen = {
+                n.labels[constraint.key]
+                for n in nodes
+                if n.name not in ignored and constraint.counts_node(pod, n)
+            }
+            counts.per_domain[i] = {d: c for d, c in counts.per_domain[i].items() if d in seen}
+        weights = [math.log(len(counts.per_domain[i]) + 2) for i in range(len(soft))]
+        state.data[_SCORE_KEY] = (counts, weights, ignored)
+        return None
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        counts, weights, ignored = state.data[_SCORE_KEY]
+        if node.name in ignored:
+            return 0
+        total = 0.0
+        for i, constraint in enumerate(counts.constraints):
+            domain = node.labels[constraint.key]
+            total += counts.per_domain[i].get(domain, 0) * weights[i] + (constraint.max_skew - 1)
+        return round(total)
+
+    def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
+        ignored: set[str] = state.data[_SCORE_KEY][2]
+        counted = [raw for name, raw in scores.items() if name not in ignored]
+        if not counted:
+            return
+        low, high = min(counted), max(counted)
+        for name, raw in scores.items():
+            if name in ignored:
+                scores[name] = 0
+            elif high == 0:
+                scores[name] = MAX_NODE_SCORE
+            else:
+                scores[name] = MAX_NODE_SCORE * (high + low - raw) // high
+
+
+_checks: tuple[
+    type[PreFilterPlugin], type[FilterPlugin], type[PreScorePlugin], type[ScorePlugin]
+] = (PodTopologySpread, PodTopologySpread, PodTopologySpread, PodTopologySpread)
