@@ -105,6 +105,9 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True),
     ResourceType("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", False),
     ResourceType(
+        "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, short_names=("pc",)
+    ),
+    ResourceType(
         "apps",
         "v1",
         "Deployment",

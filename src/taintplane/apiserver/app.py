@@ -16,6 +16,7 @@ from starlette.types import Receive, Scope, Send
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, Scheme
 from taintplane.apiserver import codec, discovery
+from taintplane.apiserver.admission_hook import create_system_priority_classes, install_admission
 from taintplane.apiserver.conversion import VIEWS, View
 from taintplane.apiserver.handlers import ResourceHandlers, json_response
 from taintplane.apiserver.openapi import OpenAPI
@@ -49,6 +50,7 @@ class APIServer:
         self.scheme = scheme
         self.server_address = server_address
         self.registry = Registry(store, clock, features, scheme)
+        self.admission = install_admission(self.registry, scheme)
         self.handlers = ResourceHandlers(self.registry, clock, bookmark_interval=bookmark_interval)
         self.app = self._asgi
         self._background: set[asyncio.Task[None]] = set()
@@ -66,6 +68,7 @@ class APIServer:
             except APIError as error:
                 if error.code != 409:
                     raise
+        await create_system_priority_classes(self.registry, self.scheme)
         for namespace in (await self.registry.list(ns_type, "")).items:
             if namespace["metadata"].get("deletionTimestamp"):
                 self._finalize_later(namespace["metadata"]["name"])

@@ -2,8 +2,11 @@
 
 For each node the filters rejected, preemption is not helpful when the rejection was
 UnschedulableAndUnresolvable (a taint, an affinity…). Elsewhere it removes, in thought, the
-pods of lower priority and runs the filters again. When no node would then fit, the message is
-another ``0/N nodes are available`` over those per-node results, prefixed ``preemption:``.
+pods of lower priority, runs the filters again and gives back every pod it can. When no node
+would then fit, the message is another ``0/N nodes are available`` over those per-node
+results, prefixed ``preemption:``. When one does, the scheduler evicts that node's victims
+and nominates the node for the pod. PodDisruptionBudgets are not weighed (upstream prefers
+candidates that violate fewer of them).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ __all__ = ["NOT_HELPFUL", "NO_VICTIMS", "PreemptionResult", "evaluate_preemption
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING = "not eligible due to terminating pod on the nominated node."
 
 
 class PreemptionResult:
@@ -26,6 +30,43 @@ class PreemptionResult:
         self.message = message
         self.node = node
         self.victims = list(victims)
+
+
+def _is_terminating(pod: PodInfo) -> bool:
+    return bool((pod.pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _fits(
+    framework: Framework, state: CycleState, pod: PodInfo, node: NodeInfo, without: list[PodInfo]
+) -> Status | None:
+    """The filters' verdict on ``node`` with the pods ``without`` taken off it, in thought."""
+    for victim in without:
+        node.remove_pod(victim.key)
+    try:
+        return framework.run_filter(state, pod, node)
+    finally:
+        for victim in without:
+            node.add_pod(victim)
+
+
+def _select_victims(
+    framework: Framework, state: CycleState, pod: PodInfo, node: NodeInfo
+) -> tuple[list[PodInfo], Status | None]:
+    """Upstream's SelectVictimsOnNode: take every lower-priority pod off, check the pod fits,
+    then give back as many as possible, highest priority first; the rest are the victims."""
+    lower = [p for p in node.pods.values() if p.priority < pod.priority]
+    if not lower:
+        return [], Status.unresolvable(NO_VICTIMS)
+    outcome = _fits(framework, state, pod, node, lower)
+    if outcome is not None:
+        return [], outcome
+    lower.sort(key=lambda p: (-p.priority, p.key))
+    victims: list[PodInfo] = []
+    for index, candidate in enumerate(lower):
+        still_off = victims + lower[index + 1 :]
+        if _fits(framework, state, pod, node, still_off) is not None:
+            victims.append(candidate)  # reprieving it would leave no room
+    return victims, None
 
 
 def evaluate_preemption(
@@ -38,32 +79,36 @@ def evaluate_preemption(
     spec = pod.pod.get("spec") or {}
     if spec.get("preemptionPolicy") == "Never":
         return PreemptionResult("preemption: " + NOT_ELIGIBLE_NEVER)
+    nominated = (pod.pod.get("status") or {}).get("nominatedNodeName") or ""
+    by_name = {node.name: node for node in nodes}
+    if nominated in by_name and any(
+        _is_terminating(p) and p.priority < pod.priority for p in by_name[nominated].pods.values()
+    ):
+        # Room is being made on the nominated node already: wait for it, evict nobody else.
+        return PreemptionResult("preemption: " + NOT_ELIGIBLE_TERMINATING)
     results: dict[str, Status] = {}
-    best: tuple[int, str, list[PodInfo]] | None = None
+    candidates: list[tuple[tuple[int, int, int, str], str, list[PodInfo]]] = []
     for node in nodes:
         status = statuses.get(node.name)
         if status is None or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             continue  # counted as absent: "not helpful"
-        victims = [p for p in node.pods.values() if p.priority < pod.priority]
-        if not victims:
-            results[node.name] = Status.unresolvable(NO_VICTIMS)
-            continue
-        for victim in victims:
-            node.remove_pod(victim.key)
-        try:
-            outcome = framework.run_filter(state, pod, node)
-        finally:
-            for victim in victims:
-                node.add_pod(victim)
+        victims, outcome = _select_victims(framework, state, pod, node)
         if outcome is not None:
             results[node.name] = outcome
             continue
-        # Fewest, then lowest-priority victims: a simplified form of upstream's candidate pick.
-        key = (len(victims), node.name, victims)
-        if best is None or key[:2] < best[:2]:
-            best = key
-    if best is not None:
-        return PreemptionResult("", best[1], best[2])
+        # Upstream's pickOneNodeForPreemption, in order: the lowest highest-victim priority,
+        # the smallest sum of victim priorities, the fewest victims (then the name, for a
+        # stable choice where upstream compares start times).
+        key = (
+            max(v.priority for v in victims),
+            sum(v.priority for v in victims),
+            len(victims),
+            node.name,
+        )
+        candidates.append((key, node.name, victims))
+    if candidates:
+        _, node_name, victims = min(candidates, key=lambda c: c[0])
+        return PreemptionResult("", node_name, victims)
     diagnosis = Diagnosis(
         num_all_nodes=len(nodes),
         node_statuses=results,

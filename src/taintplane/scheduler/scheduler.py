@@ -91,6 +91,8 @@ class Decision:
     diagnosis: Diagnosis | None = None
     message: str = ""
     scores: dict[str, dict[str, int]] | None = None
+    nominated: str = ""  # preemption: the node room is being made on
+    victims: Sequence[PodInfo] = ()
 
 
 class Scheduler:
@@ -340,7 +342,12 @@ class Scheduler:
             diagnosis = Diagnosis(len(nodes), statuses)
             preemption = evaluate_preemption(self.framework, state, pod, nodes, statuses)
             diagnosis.post_filter_message = preemption.message
-            return Decision(diagnosis=diagnosis, message=fit_error_message(diagnosis))
+            return Decision(
+                diagnosis=diagnosis,
+                message=fit_error_message(diagnosis),
+                nominated=preemption.node,
+                victims=preemption.victims,
+            )
         if len(feasible) == 1 and not explain:
             return Decision(node=feasible[0].name)
         self.framework.run_pre_score(state, pod, feasible)
@@ -364,6 +371,8 @@ class Scheduler:
         if not decision.node:
             rejected = decision.diagnosis.unschedulable_plugins if decision.diagnosis else set()
             self.queue.unschedulable(pod, rejected)
+            if decision.nominated:
+                await self._preempt(pod, decision.nominated, decision.victims)
             await self._record_failure(pod, decision.message)
             return
         node = self.nodes[decision.node]
@@ -418,6 +427,52 @@ class Scheduler:
                 info.remove_pod(pod.key)
                 self._touched(node)
             self._placed.pop(pod.key, None)
+
+    async def _preempt(self, pod: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:
+        """Make room as upstream's DefaultPreemption does: mark each victim with a
+        DisruptionTarget condition, delete it (with its own grace period), tell it why, and
+        record the node as the pod's ``status.nominatedNodeName``."""
+        for victim in victims:
+            condition = {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "lastTransitionTime": format_time(self.clock.now()),
+                "reason": "PreemptionByScheduler",
+                "message": f"{self.name}: preempting to accommodate a higher priority pod",
+            }
+            try:
+                await self.client.patch(
+                    PODS,
+                    victim.name,
+                    {"status": {"conditions": [condition]}},
+                    namespace=victim.namespace,
+                    patch_type="strategic",
+                    subresource="status",
+                )
+                await self.client.delete(PODS, victim.name, victim.namespace)
+            except ApiError as error:
+                if error.code != 404:
+                    log.info("preempting %s failed: %s", victim.key, error)
+                    return
+            await self._event(
+                victim,
+                "Normal",
+                "Preempted",
+                "Preempting",
+                f"Preempted by pod {pod.pod['metadata'].get('uid')} on node {node}",
+            )
+        try:
+            await self.client.patch(
+                PODS,
+                pod.name,
+                {"status": {"nominatedNodeName": node}},
+                namespace=pod.namespace,
+                patch_type="merge",
+                subresource="status",
+            )
+        except ApiError as error:
+            if error.code != 404:
+                log.info("nominating %s for %s failed: %s", node, pod.key, error)
 
     # ---- reporting -------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from taintplane.apiserver.strategies.core import (
     EventStrategy,
     NamespaceStrategy,
     NodeStrategy,
+    PriorityClassStrategy,
     RbacStrategy,
     RuntimeClassStrategy,
 )
@@ -22,6 +23,7 @@ _BY_KIND: dict[tuple[str, str], type[Strategy]] = {
     ("", "Namespace"): NamespaceStrategy,
     ("", "Event"): EventStrategy,
     ("node.k8s.io", "RuntimeClass"): RuntimeClassStrategy,
+    ("scheduling.k8s.io", "PriorityClass"): PriorityClassStrategy,
     ("rbac.authorization.k8s.io", "Role"): RbacStrategy,
     ("rbac.authorization.k8s.io", "RoleBinding"): RbacStrategy,
     ("rbac.authorization.k8s.io", "ClusterRole"): RbacStrategy,

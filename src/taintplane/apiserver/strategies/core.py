@@ -5,16 +5,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from taintplane.admission.priority import (
+    DEFAULT_PREEMPTION_POLICY,
+    HIGHEST_USER_DEFINABLE_PRIORITY,
+    SYSTEM_PRIORITY_CLASSES,
+)
 from taintplane.api.field import FieldError, Path
 from taintplane.api.taints import parse_taints
 from taintplane.api.tolerations import parse_tolerations
 from taintplane.api.validation import validate_node_taints, validate_runtimeclass_scheduling
-from taintplane.apiserver.strategies.base import Strategy, spec_of
+from taintplane.apiserver.strategies.base import Strategy, meta, spec_of
 
 __all__ = [
     "EventStrategy",
     "NamespaceStrategy",
     "NodeStrategy",
+    "PriorityClassStrategy",
     "RbacStrategy",
     "RuntimeClassStrategy",
 ]
@@ -116,3 +122,73 @@ class RuntimeClassStrategy(Strategy):
 class RbacStrategy(Strategy):
     name_format = "path"
     has_spec = False
+
+
+class PriorityClassStrategy(Strategy):
+    """scheduling.k8s.io/v1 PriorityClass: value is immutable; ``system-`` names are reserved
+    for the built-in classes; user classes stay at or below 1e9."""
+
+    has_spec = False
+
+    def default(self, obj: dict[str, Any]) -> None:
+        super().default(obj)
+        obj.setdefault("preemptionPolicy", DEFAULT_PREEMPTION_POLICY)
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        errors = self.validate_object_meta(obj)
+        name = str(meta(obj).get("name") or "")
+        value = obj.get("value")
+        if value is None:
+            errors.append(FieldError.required(Path.root("value")))
+            value = 0
+        if name.startswith("system-"):
+            problem = _system_class_problem(name, int(value), bool(obj.get("globalDefault")))
+            if problem:
+                errors.append(
+                    FieldError.forbidden(
+                        Path.root("metadata", "name"),
+                        "priority class names with 'system-' prefix are reserved for system "
+                        f"use only. error: {problem}",
+                    )
+                )
+        elif int(value) > HIGHEST_USER_DEFINABLE_PRIORITY:
+            errors.append(
+                FieldError.forbidden(
+                    Path.root("value"),
+                    "maximum allowed value of a user defined priority is "
+                    f"{HIGHEST_USER_DEFINABLE_PRIORITY}",
+                )
+            )
+        policy = obj.get("preemptionPolicy")
+        if policy not in ("Never", "PreemptLowerPriority"):
+            errors.append(
+                FieldError.not_supported(
+                    Path.root("preemptionPolicy"), policy, ("Never", "PreemptLowerPriority")
+                )
+            )
+        return errors
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        errors = self.validate(new)
+        if new.get("value") != old.get("value"):
+            errors.append(
+                FieldError.forbidden(Path.root("value"), "may not be changed in an update.")
+            )
+        if new.get("preemptionPolicy") != old.get("preemptionPolicy"):
+            errors.append(
+                FieldError.invalid(
+                    Path.root("preemptionPolicy"), new.get("preemptionPolicy"), "field is immutable"
+                )
+            )
+        return errors
+
+
+def _system_class_problem(name: str, value: int, global_default: bool) -> str:
+    known = SYSTEM_PRIORITY_CLASSES.get(name)
+    if known is None:
+        return f"{name} is not a known system priority class"
+    if value != known[0]:
+        return f"value of {name} PriorityClass must be {known[0]}"
+    if global_default:
+        return f"globalDefault of {name} PriorityClass must be false"
+    return ""
