@@ -137,3 +137,12 @@ def test_value_is_immutable(api):
         'PriorityClass.scheduling.k8s.io "fixed" is invalid: value: Forbidden: may not be '
         "changed in an update."
     )
+
+
+def test_kubectl_get_shows_upstream_columns(kubectl):
+    out = kubectl("get", "pc", "system-node-critical")
+    header, row = out.splitlines()
+    assert header.split() == ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+    cells = row.split()
+    assert cells[:3] == ["system-node-critical", "2000001000", "false"]
+    assert cells[4] == "PreemptLowerPriority"

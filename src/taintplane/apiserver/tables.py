@@ -356,6 +356,13 @@ COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
         AGE,
     ),
     ("node.k8s.io", "RuntimeClass"): (NAME, Column("Handler", _field("handler")), AGE),
+    ("scheduling.k8s.io", "PriorityClass"): (
+        NAME,
+        Column("Value", _count("value"), type_="integer"),
+        Column("Global-Default", lambda o, _: bool(o.get("globalDefault")), type_="boolean"),
+        AGE,
+        Column("PreemptionPolicy", _field("preemptionPolicy")),
+    ),
     ("apps", "Deployment"): (
         NAME,
         Column(
