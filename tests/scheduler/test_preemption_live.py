@@ -19,8 +19,13 @@ def api(tmp_path):
 
 
 def priority_class(api, name, value, **extra):
-    body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"}
-    body |= {"metadata": {"name": name}, "value": value, **extra}
+    body = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        **extra,
+    }
     response = api.post("/apis/scheduling.k8s.io/v1/priorityclasses", json=body)
     assert response.status_code == 201, response.text
 
