@@ -1,0 +1,52 @@
+"""Which node and which victims DefaultPreemption picks (on a fixed view, no API)."""
+
+from taintplane.scheduler.nodeinfo import PodInfo
+from tests.scheduler.builders import make_node, make_pod
+from tests.scheduler.test_decisions import Offline
+
+
+def placed(name, node, priority, cpu="1"):
+    return make_pod(name, node_name=node, priority=priority, requests={"cpu": cpu})
+
+
+def decide(view, pod):
+    return view.scheduler.decide(PodInfo.of(pod))
+
+
+def test_node_whose_victims_have_the_lowest_top_priority_wins():
+    view = Offline(
+        make_node("a", cpu="2"),
+        make_node("b", cpu="2"),
+        pods=[
+            placed("a-1", "a", 50),
+            placed("a-2", "a", 5),
+            placed("b-1", "b", 10),
+            placed("b-2", "b", 10),
+        ],
+    )
+    decision = decide(view, make_pod("big", priority=100, requests={"cpu": "2"}))
+    assert decision.node == ""
+    assert decision.nominated == "b"
+    assert sorted(v.name for v in decision.victims) == ["b-1", "b-2"]
+    assert decision.message == "0/2 nodes are available: 2 Insufficient cpu."
+
+
+def test_higher_priority_pods_are_reprieved_when_room_allows():
+    view = Offline(
+        make_node("a", cpu="3"),
+        pods=[placed("keep", "a", 40), placed("go", "a", 10), placed("also-low", "a", 20)],
+    )
+    decision = decide(view, make_pod("needs-one", priority=100, requests={"cpu": "1"}))
+    assert decision.nominated == "a"
+    assert [v.name for v in decision.victims] == ["go"]
+
+
+def test_never_policy_preempts_nobody():
+    view = Offline(make_node("a", cpu="1"), pods=[placed("low", "a", 1)])
+    pod = make_pod("polite", priority=100, requests={"cpu": "1"}, preemptionPolicy="Never")
+    decision = decide(view, pod)
+    assert decision.nominated == ""
+    assert decision.message == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: not eligible due to preemptionPolicy=Never."
+    )
