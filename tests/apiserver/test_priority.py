@@ -146,3 +146,32 @@ def test_kubectl_get_shows_upstream_columns(kubectl):
     cells = row.split()
     assert cells[:3] == ["system-node-critical", "2000001000", "false"]
     assert cells[4] == "PreemptLowerPriority"
+
+
+def test_admission_sees_every_write_to_classes_at_once(api):
+    """The classes are read from a cached list: each create, update and delete must show."""
+    assert api.post(PCS, json=pc("transient", 3)).status_code == 201
+    made = api.post(
+        "/api/v1/namespaces/default/pods", json=pod("t1", priorityClassName="transient")
+    )
+    assert made.json()["spec"]["priority"] == 3
+    merge = {"Content-Type": "application/merge-patch+json"}
+    assert (
+        api.patch(f"{PCS}/transient", json={"globalDefault": True}, headers=merge).status_code
+        == 200
+    )
+    assert (
+        api.post("/api/v1/namespaces/default/pods", json=pod("t2")).json()["spec"][
+            "priorityClassName"
+        ]
+        == "transient"
+    )
+    assert api.delete(f"{PCS}/transient").status_code == 200
+    gone = api.post(
+        "/api/v1/namespaces/default/pods", json=pod("t3", priorityClassName="transient")
+    )
+    assert gone.status_code == 403
+    assert (
+        "priorityClassName"
+        not in api.post("/api/v1/namespaces/default/pods", json=pod("t4")).json()["spec"]
+    )

@@ -31,12 +31,8 @@ class Attributes:
 class Lookup(Protocol):
     """Read access to the cluster for plugins (served from the store by the API server)."""
 
-    async def get(self, group: str, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        """The object, or None when it does not exist."""
-        ...
-
-    async def list(self, group: str, kind: str, namespace: str) -> list[dict[str, Any]]:
-        """Every object of the kind (in ``namespace``, for namespaced kinds)."""
+    async def list(self, api_version: str, kind: str) -> Sequence[dict[str, Any]]:
+        """Every object of a cluster-scoped kind (read-only: they may be shared)."""
         ...
 
 

@@ -33,7 +33,7 @@ SYSTEM_PRIORITY_CLASSES: dict[str, tuple[int, str]] = {
         "another node if necessary.",
     ),
 }
-_GROUP = "scheduling.k8s.io"
+_API_VERSION = "scheduling.k8s.io/v1"
 _KIND = "PriorityClass"
 
 
@@ -47,12 +47,16 @@ class Priority:
         resource = attributes.resource
         if resource.group == "" and resource.kind == "Pod":
             await self._admit_pod(attributes)
-        elif resource.group == _GROUP and resource.kind == _KIND:
+        elif resource.api_version == _API_VERSION and resource.kind == _KIND:
             await self._admit_priority_class(attributes)
+
+    async def _class(self, name: str) -> dict[str, Any] | None:
+        classes = await self.lookup.list(_API_VERSION, _KIND)
+        return next((pc for pc in classes if pc["metadata"]["name"] == name), None)
 
     async def _default_class(self) -> dict[str, Any] | None:
         defaults = [
-            pc for pc in await self.lookup.list(_GROUP, _KIND, "") if pc.get("globalDefault")
+            pc for pc in await self.lookup.list(_API_VERSION, _KIND) if pc.get("globalDefault")
         ]
         # Should several exist (created concurrently), upstream takes the lowest value.
         return min(defaults, key=lambda pc: int(pc.get("value") or 0), default=None)
@@ -80,7 +84,7 @@ class Priority:
                 priority = int(found.get("value") or 0)
                 policy = found.get("preemptionPolicy") or DEFAULT_PREEMPTION_POLICY
         else:
-            found = await self.lookup.get(_GROUP, _KIND, "", class_name)
+            found = await self._class(class_name)
             if found is None:
                 raise Forbidden(f"no PriorityClass with name {class_name} was found")
             priority = int(found.get("value") or 0)

@@ -1,8 +1,9 @@
-"""Connects the admission chain to the registry: lookups read the store; refusals become
-403 Forbidden statuses."""
+"""Connects the admission chain to the registry: lookups read through its cached lists;
+refusals become 403 Forbidden statuses."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from taintplane.admission import Attributes, Chain, Forbidden
@@ -14,28 +15,16 @@ from taintplane.apiserver.status import APIError
 __all__ = ["RegistryLookup", "create_system_priority_classes", "install_admission"]
 
 
-def _resource(scheme: Scheme, group: str, kind: str) -> ResourceType:
-    for resource in scheme:
-        if resource.group == group and resource.kind == kind and resource.preferred:
-            return resource
-    raise LookupError(f"no resource for {group}/{kind}")
-
-
 class RegistryLookup:
     def __init__(self, registry: Registry, scheme: Scheme) -> None:
         self.registry = registry
         self.scheme = scheme
 
-    async def get(self, group: str, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            return await self.registry.get(_resource(self.scheme, group, kind), namespace, name)
-        except APIError as error:
-            if error.code == 404:
-                return None
-            raise
-
-    async def list(self, group: str, kind: str, namespace: str) -> list[dict[str, Any]]:
-        return (await self.registry.list(_resource(self.scheme, group, kind), namespace)).items
+    async def list(self, api_version: str, kind: str) -> Sequence[dict[str, Any]]:
+        resource = self.scheme.by_kind(api_version, kind)
+        if resource is None or resource.namespaced:
+            raise LookupError(f"no cluster-scoped kind {kind} in {api_version}")
+        return await self.registry.list_cached(resource)
 
 
 def install_admission(registry: Registry, scheme: Scheme) -> Chain:
@@ -61,7 +50,8 @@ def install_admission(registry: Registry, scheme: Scheme) -> Chain:
 
 async def create_system_priority_classes(registry: Registry, scheme: Scheme) -> None:
     """The built-in classes every cluster has (system-node-critical, system-cluster-critical)."""
-    resource = _resource(scheme, "scheduling.k8s.io", "PriorityClass")
+    resource = scheme.by_kind("scheduling.k8s.io/v1", "PriorityClass")
+    assert resource is not None
     for name, (value, description) in SYSTEM_PRIORITY_CLASSES.items():
         body = {"metadata": {"name": name}, "value": value, "description": description}
         try:

@@ -132,6 +132,9 @@ class Registry:
         # this registry (the embedded store has one writer process), which forgets the entry;
         # a store shared by several API servers will need a watch here instead.
         self._open_namespaces: set[str] = set()
+        # Writes seen per kind, and whole-kind lists kept between them (``list_cached``).
+        self._writes: dict[ResourceType, int] = {}
+        self._cached_lists: dict[ResourceType, tuple[int, Sequence[dict[str, Any]]]] = {}
 
     def strategy(self, resource: ResourceType) -> Strategy:
         return self._strategies[resource]
@@ -215,6 +218,27 @@ class Registry:
             if page.continue_after is None:
                 return ListPage(items, str(revision), None)
             after = page.continue_after
+
+    async def list_cached(self, resource: ResourceType) -> Sequence[dict[str, Any]]:
+        """Every object of a cluster-scoped kind, kept in memory until the next write to the
+        kind (for lookups on hot paths, such as admission reading PriorityClasses on every
+        pod create). Callers must not modify the objects.
+
+        A list is kept only if no write completed while it was read, so a list read before a
+        write commits is never kept past it. Like the open-namespace cache, this relies on
+        every write going through this registry; API servers sharing a store will need a
+        watch here instead."""
+        writes = self._writes.get(resource, 0)
+        cached = self._cached_lists.get(resource)
+        if cached is not None and cached[0] == writes:
+            return cached[1]
+        items = (await self.list(resource, "")).items
+        if self._writes.get(resource, 0) == writes:
+            self._cached_lists[resource] = (writes, items)
+        return items
+
+    def _written(self, resource: ResourceType) -> None:
+        self._writes[resource] = self._writes.get(resource, 0) + 1
 
     async def list_raw(
         self,
@@ -316,6 +340,7 @@ class Registry:
             )
         except store_errors.StoreError as error:
             raise from_store_error(error, resource, name) from error
+        self._written(resource)
         metadata["resourceVersion"] = str(revision)
         return obj
 
@@ -463,6 +488,7 @@ class Registry:
             )
         except store_errors.StoreError as error:
             raise from_store_error(error, resource, name) from error
+        self._written(resource)
         new_meta["resourceVersion"] = str(revision)
         return new
 
@@ -523,6 +549,7 @@ class Registry:
                 )
             except store_errors.StoreError as error:
                 raise from_store_error(error, resource, name) from error
+            self._written(resource)
             metadata["resourceVersion"] = str(revision)
             return obj, False
         if dry_run:
@@ -542,6 +569,7 @@ class Registry:
             await self.store.delete(key)
         except store_errors.StoreError as error:
             raise from_store_error(error, resource, name) from error
+        self._written(resource)
 
     async def _delete_now(
         self, resource: ResourceType, namespace: str, name: str, key: str, expected: int
@@ -550,6 +578,7 @@ class Registry:
             revision, _ = await self.store.delete(key, expected)
         except store_errors.StoreError as error:
             raise from_store_error(error, resource, name) from error
+        self._written(resource)
         return revision
 
     # ---- watch -----------------------------------------------------------------------------
