@@ -16,9 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from taintplane.api.selectors import LabelSelector, Operator, Requirement, label_selector_from_dict
 from taintplane.api.tolerations import TaintFilter, find_untolerated_taint
 from taintplane.scheduler.framework import (
@@ -34,7 +31,6 @@ from taintplane.scheduler.framework import (
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
 from taintplane.scheduler.plugins.node_affinity import NodeAffinity
-from taintplane.scheduler.table import NodeTable
 
 __all__ = [
     "ALL_NODES_KEY",
@@ -81,11 +77,12 @@ class Constraint:
             honor_taints=raw.get("nodeTaintsPolicy", "Ignore") == "Honor",
         )
 
-    def counts_node(self, pod: PodInfo, node: NodeInfo) -> bool:
-        """Does ``node`` take part in this constraint's domains for ``pod``?"""
+    def counts_node(self, pod: PodInfo, node: NodeInfo, admitted: bool) -> bool:
+        """Does ``node`` take part in this constraint's domains for ``pod``? ``admitted``:
+        whether the pod's node affinity and nodeSelector admit the node."""
         if self.key not in node.labels:
             return False
-        if self.honor_affinity and _AFFINITY.filter(CycleState(), pod, node) is not None:
+        if self.honor_affinity and not admitted:
             return False
         return not (
             self.honor_taints
@@ -101,6 +98,10 @@ class Constraint:
             and not (other.pod.get("metadata") or {}).get("deletionTimestamp")
             and self.selector.matches((other.pod.get("metadata") or {}).get("labels"))
         )
+
+
+def _admits(pod: PodInfo, node: NodeInfo) -> bool:
+    return _AFFINITY.filter(CycleState(), pod, node) is None
 
 
 def _constraints(pod: PodInfo, hard: bool) -> list[Constraint]:
@@ -126,8 +127,9 @@ def _count(pod: PodInfo, nodes: Sequence[NodeInfo], constraints: list[Constraint
     for node in nodes:
         if not all(c.key in node.labels for c in constraints):
             continue
+        admitted = _admits(pod, node)
         for i, constraint in enumerate(constraints):
-            if constraint.counts_node(pod, node):
+            if constraint.counts_node(pod, node, admitted):
                 domain = node.labels[constraint.key]
                 per_domain[i][domain] = per_domain[i].get(domain, 0) + constraint.matching(
                     pod, node
@@ -149,9 +151,7 @@ class PodTopologySpread:
         return None
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
-        counts: _Counts | None = state.data.get(_FILTER_KEY)
-        if counts is None:
-            return None
+        counts: _Counts = state.data[_FILTER_KEY]
         labels = (pod.pod.get("metadata") or {}).get("labels")
         for i, constraint in enumerate(counts.constraints):
             domain = node.labels.get(constraint.key)
@@ -162,13 +162,6 @@ class PodTopologySpread:
             if skew > constraint.max_skew:
                 return Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
         return None
-
-    def filter_all(
-        self, state: CycleState, pod: PodInfo, table: NodeTable
-    ) -> npt.NDArray[np.bool_] | None:
-        if state.data.get(_FILTER_KEY) is None:
-            return np.ones(table.size, dtype=bool)
-        return None  # with constraints, node by node
 
     def pre_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
@@ -182,10 +175,11 @@ class PodTopologySpread:
         counts = _count(pod, all_nodes, soft)
         ignored = {n.name for n in nodes if not all(c.key in n.labels for c in soft)}
         for i, constraint in enumerate(soft):
+            # ``nodes`` passed every filter, NodeAffinity's included: all are admitted.
             seen = {
                 n.labels[constraint.key]
                 for n in nodes
-                if n.name not in ignored and constraint.counts_node(pod, n)
+                if n.name not in ignored and constraint.counts_node(pod, n, admitted=True)
             }
             counts.per_domain[i] = {d: c for d, c in counts.per_domain[i].items() if d in seen}
         weights = [math.log(len(counts.per_domain[i]) + 2) for i in range(len(soft))]
