@@ -68,6 +68,11 @@ class PodInfo:
     scheduler_name: str
     node_name: str
 
+    @property
+    def terminating(self) -> bool:
+        """Deleted and waiting out its grace period (it still holds its node's room)."""
+        return bool((self.pod.get("metadata") or {}).get("deletionTimestamp"))
+
     @classmethod
     def of(cls, pod: dict[str, Any]) -> PodInfo:
         meta = pod.get("metadata") or {}

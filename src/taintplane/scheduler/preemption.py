@@ -32,10 +32,6 @@ class PreemptionResult:
         self.victims = list(victims)
 
 
-def _is_terminating(pod: PodInfo) -> bool:
-    return bool((pod.pod.get("metadata") or {}).get("deletionTimestamp"))
-
-
 def _fits(
     framework: Framework, state: CycleState, pod: PodInfo, node: NodeInfo, without: list[PodInfo]
 ) -> Status | None:
@@ -82,12 +78,12 @@ def evaluate_preemption(
     nominated = (pod.pod.get("status") or {}).get("nominatedNodeName") or ""
     by_name = {node.name: node for node in nodes}
     if nominated in by_name and any(
-        _is_terminating(p) and p.priority < pod.priority for p in by_name[nominated].pods.values()
+        p.terminating and p.priority < pod.priority for p in by_name[nominated].pods.values()
     ):
         # Room is being made on the nominated node already: wait for it, evict nobody else.
         return PreemptionResult("preemption: " + NOT_ELIGIBLE_TERMINATING)
     results: dict[str, Status] = {}
-    candidates: list[tuple[tuple[int, int, int, str], str, list[PodInfo]]] = []
+    candidates: list[tuple[tuple[int, int, int, str], list[PodInfo]]] = []
     for node in nodes:
         status = statuses.get(node.name)
         if status is None or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -105,10 +101,10 @@ def evaluate_preemption(
             len(victims),
             node.name,
         )
-        candidates.append((key, node.name, victims))
+        candidates.append((key, victims))
     if candidates:
-        _, node_name, victims = min(candidates, key=lambda c: c[0])
-        return PreemptionResult("", node_name, victims)
+        key, victims = min(candidates, key=lambda c: c[0])
+        return PreemptionResult("", key[-1], victims)
     diagnosis = Diagnosis(
         num_all_nodes=len(nodes),
         node_statuses=results,

@@ -95,7 +95,7 @@ class Constraint:
             1
             for other in node.pods.values()
             if other.namespace == pod.namespace
-            and not (other.pod.get("metadata") or {}).get("deletionTimestamp")
+            and not other.terminating
             and self.selector.matches((other.pod.get("metadata") or {}).get("labels"))
         )
 
