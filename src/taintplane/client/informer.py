@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from taintplane.api.scheme import ResourceType
@@ -22,6 +23,8 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[dict[str, Any]], None]
 UpdateHandler = Callable[[dict[str, Any], dict[str, Any]], None]
+#: An index function: the values under which an object is filed (e.g. its node's name).
+IndexFunc = Callable[[dict[str, Any]], Iterable[str]]
 
 
 def object_key(obj: dict[str, Any]) -> str:
@@ -46,10 +49,77 @@ class Informer:
         self.namespace = namespace
         self.cache: dict[str, dict[str, Any]] = {}
         self.synced = asyncio.Event()
-        self._on_add = on_add or (lambda obj: None)
-        self._on_update = on_update or (lambda old, new: None)
-        self._on_delete = on_delete or (lambda obj: None)
+        self._adds: list[Handler] = [on_add] if on_add else []
+        self._updates: list[UpdateHandler] = [on_update] if on_update else []
+        self._deletes: list[Handler] = [on_delete] if on_delete else []
+        self._index_funcs: dict[str, IndexFunc] = {}
+        self._indexes: dict[str, defaultdict[str, dict[str, dict[str, Any]]]] = {}
         self.resource_version = ""
+
+    def add_handlers(
+        self,
+        on_add: Handler | None = None,
+        on_update: UpdateHandler | None = None,
+        on_delete: Handler | None = None,
+    ) -> None:
+        """Further handlers (for informers shared by several components); they run after
+        the cache and indexes are updated, in the order they were added."""
+        if on_add:
+            self._adds.append(on_add)
+        if on_update:
+            self._updates.append(on_update)
+        if on_delete:
+            self._deletes.append(on_delete)
+
+    def add_index(self, name: str, func: IndexFunc) -> None:
+        """File every cached object under ``func(obj)`` (before the informer starts)."""
+        self._index_funcs[name] = func
+        index: defaultdict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+        for key, obj in self.cache.items():
+            for value in func(obj):
+                index[value][key] = obj
+        self._indexes[name] = index
+
+    def has_index(self, name: str) -> bool:
+        return name in self._index_funcs
+
+    def by_index(self, name: str, value: str) -> list[dict[str, Any]]:
+        bucket = self._indexes[name].get(value)
+        return list(bucket.values()) if bucket else []
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.cache.get(key)
+
+    def _store(self, key: str, obj: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Put ``obj`` under ``key`` (None removes it), keeping the indexes; returns the old."""
+        old = self.cache.pop(key, None) if obj is None else self.cache.get(key)
+        if obj is not None:
+            self.cache[key] = obj
+        for name, func in self._index_funcs.items():
+            index = self._indexes[name]
+            if old is not None:
+                for value in func(old):
+                    bucket = index.get(value)
+                    if bucket is not None:
+                        bucket.pop(key, None)
+                        if not bucket:
+                            del index[value]
+            if obj is not None:
+                for value in func(obj):
+                    index[value][key] = obj
+        return old
+
+    def _added(self, obj: dict[str, Any]) -> None:
+        for handler in self._adds:
+            handler(obj)
+
+    def _updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        for handler in self._updates:
+            handler(old, new)
+
+    def _deleted(self, obj: dict[str, Any]) -> None:
+        for handler in self._deletes:
+            handler(obj)
 
     async def run(self, *, resume_from: str = "") -> None:
         """Keep the cache current until cancelled. ``resume_from`` starts by watching from
@@ -75,15 +145,14 @@ class Informer:
         fresh = {object_key(obj): obj for obj in items}
         for key, gone in list(self.cache.items()):
             if key not in fresh:
-                del self.cache[key]
-                self._on_delete(gone)
+                self._store(key, None)
+                self._deleted(gone)
         for key, obj in fresh.items():
-            old = self.cache.get(key)
-            self.cache[key] = obj
+            old = self._store(key, obj)
             if old is None:
-                self._on_add(obj)
+                self._added(obj)
             elif old["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
-                self._on_update(old, obj)
+                self._updated(old, obj)
         self.resource_version = rv
         self.synced.set()
 
@@ -100,13 +169,12 @@ class Informer:
                 if kind == "BOOKMARK":
                     continue
                 key = object_key(obj)
-                old = self.cache.get(key)
                 if kind == "DELETED":
-                    self.cache.pop(key, None)
-                    self._on_delete(obj)
-                elif old is None:
-                    self.cache[key] = obj
-                    self._on_add(obj)
+                    self._store(key, None)
+                    self._deleted(obj)
+                    continue
+                old = self._store(key, obj)
+                if old is None:
+                    self._added(obj)
                 else:
-                    self.cache[key] = obj
-                    self._on_update(old, obj)
+                    self._updated(old, obj)

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import socket
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -22,13 +22,21 @@ from taintplane.api.features import FeatureGates
 from taintplane.apiserver.app import APIServer
 from taintplane.client import Client, InProcessTransport
 from taintplane.clock import Clock, RealClock, VirtualClock
+from taintplane.controllers.manager import ALL_CONTROLLERS, ControllerConfig, ControllerManager
 from taintplane.scheduler.scheduler import Scheduler
 from taintplane.sim.kubeconfig import write_kubeconfig
 from taintplane.store.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Cluster", "ClusterConfig", "StoreSpecError", "parse_store_spec", "running_cluster"]
+__all__ = [
+    "Cluster",
+    "ClusterConfig",
+    "StoreSpecError",
+    "in_process_cluster",
+    "parse_store_spec",
+    "running_cluster",
+]
 
 
 class StoreSpecError(ValueError):
@@ -60,7 +68,9 @@ class ClusterConfig:
     synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
     features: FeatureGates = field(default_factory=FeatureGates)
     #: Components to run beside the API server (``serve`` runs none).
-    components: tuple[str, ...] = ("scheduler",)
+    components: tuple[str, ...] = ("scheduler", "controller-manager")
+    #: The controllers the controller manager runs.
+    controllers: tuple[str, ...] = ALL_CONTROLLERS
 
 
 class Cluster:
@@ -76,6 +86,7 @@ class Cluster:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.client: Client | None = None
         self.scheduler: Scheduler | None = None
+        self.controller_manager: ControllerManager | None = None
         self._components: list[asyncio.Task[None]] = []
 
     @property
@@ -102,9 +113,11 @@ class Cluster:
         self._socket = sock
         self.port = sock.getsockname()[1]
 
-    async def start(self) -> None:
+    async def start(self, *, listen: bool = True) -> None:
+        """Open the store and start every component; ``listen=False`` serves no HTTP (tests
+        that drive the cluster in-process, on their own event loop)."""
         self.loop = asyncio.get_running_loop()
-        if self._socket is None:
+        if self._socket is None and listen:
             self.bind()
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         db = parse_store_spec(self.config.store, self.config.data_dir)
@@ -127,6 +140,15 @@ class Cluster:
         if "scheduler" in self.config.components:
             self.scheduler = Scheduler(self.client, self.clock, features=self.config.features)
             self._spawn(self.scheduler.run(), "scheduler")
+        if "controller-manager" in self.config.components:
+            self.controller_manager = ControllerManager(
+                self.client,
+                self.clock,
+                ControllerConfig(
+                    features=self.config.features, controllers=self.config.controllers
+                ),
+            )
+            self._spawn(self.controller_manager.run(), "controller-manager")
         config = uvicorn.Config(
             self.apiserver.app,
             log_level="warning",
@@ -177,7 +199,7 @@ def running_cluster(
     *,
     features: FeatureGates | None = None,
     clock: Clock | None = None,
-    components: tuple[str, ...] = ("scheduler",),
+    components: tuple[str, ...] = ("scheduler", "controller-manager"),
 ) -> Iterator[Cluster]:
     """A cluster serving on an ephemeral port from a background thread, stopped on exit."""
     config = ClusterConfig(
@@ -215,3 +237,31 @@ def running_cluster(
     finally:
         cluster.stop()
         thread.join(30)
+
+
+@contextlib.asynccontextmanager
+async def in_process_cluster(
+    data_dir: Path,
+    clock: Clock,
+    *,
+    components: tuple[str, ...] = ("scheduler", "controller-manager"),
+    controllers: tuple[str, ...] = ALL_CONTROLLERS,
+    features: FeatureGates | None = None,
+) -> AsyncIterator[Cluster]:
+    """A cluster on the caller's event loop with no HTTP listener: components talk through
+    the in-process transport, and a virtual clock drives everything deterministically."""
+    config = ClusterConfig(
+        data_dir=data_dir,
+        port=0,
+        features=features or FeatureGates(),
+        components=components,
+        controllers=controllers,
+    )
+    cluster = Cluster(config, clock)
+    await cluster.start(listen=False)
+    try:
+        if isinstance(clock, VirtualClock):
+            await clock.advance(0)
+        yield cluster
+    finally:
+        await cluster.close()

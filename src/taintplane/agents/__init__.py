@@ -1,0 +1,2 @@
+"""Simulated node agents: kubelets (registration, heartbeats, conditions, admission,
+pod lifecycle)."""

@@ -1,0 +1,69 @@
+"""One informer per resource, shared by every component of a process.
+
+Controllers in a controller manager watch the same pods and nodes; sharing the informers
+keeps one cache and one watch per resource however many controllers read it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from taintplane.api.scheme import ResourceType
+from taintplane.client.client import Client, resource
+from taintplane.client.informer import Informer
+
+__all__ = ["SharedInformers", "pod_node_name"]
+
+
+def pod_node_name(pod: dict[str, Any]) -> list[str]:
+    """Index function: the node a pod is bound to (none while unscheduled)."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    return [node] if node else []
+
+
+class SharedInformers:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self._informers: dict[tuple[str, str, str], Informer] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started: set[tuple[str, str, str]] = set()
+
+    def informer(self, group: str, version: str, plural: str) -> Informer:
+        key = (group, version, plural)
+        found = self._informers.get(key)
+        if found is None:
+            found = Informer(self.client, resource(group, version, plural))
+            self._informers[key] = found
+        return found
+
+    def of(self, rt: ResourceType) -> Informer:
+        return self.informer(rt.group, rt.version, rt.plural)
+
+    @property
+    def pods(self) -> Informer:
+        informer = self.informer("", "v1", "pods")
+        if not informer.has_index("node"):
+            informer.add_index("node", pod_node_name)
+        return informer
+
+    @property
+    def nodes(self) -> Informer:
+        return self.informer("", "v1", "nodes")
+
+    def start(self) -> None:
+        """Start every informer asked for so far (ask for them all first)."""
+        for key, informer in self._informers.items():
+            if key not in self._started:
+                self._started.add(key)
+                name = f"informer:{informer.resource.group}/{informer.resource.plural}"
+                self._tasks.append(asyncio.create_task(informer.run(), name=name))
+
+    async def wait_synced(self) -> None:
+        await asyncio.gather(*(i.synced.wait() for i in self._informers.values()))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()

@@ -1,0 +1,95 @@
+"""The controller manager: shared informers and the controllers that read them.
+
+``taintplane up`` runs one in-process; each controller is named as in kube-controller-manager
+(``--controllers``) so a cluster can run a subset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from prometheus_client import CollectorRegistry
+
+from taintplane.api.features import FeatureGates
+from taintplane.client import Client
+from taintplane.client.shared import SharedInformers
+from taintplane.clock import Clock
+from taintplane.controllers.tainteviction import TaintEvictionController
+
+__all__ = ["ALL_CONTROLLERS", "ControllerConfig", "ControllerManager"]
+
+log = logging.getLogger(__name__)
+
+
+class Controller(Protocol):
+    async def run(self) -> None: ...
+
+
+@dataclass
+class ControllerConfig:
+    features: FeatureGates = field(default_factory=FeatureGates)
+    #: Which controllers run (kube-controller-manager's names).
+    controllers: Sequence[str] | None = None  # None: every controller
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ControllerManager:
+    def __init__(
+        self,
+        client: Client,
+        clock: Clock,
+        config: ControllerConfig | None = None,
+        *,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.client = client
+        self.clock = clock
+        self.config = config or ControllerConfig()
+        self.registry = registry or CollectorRegistry()
+        self.informers = SharedInformers(client)
+        self.controllers: dict[str, Controller] = {}
+        for name in self.config.controllers or ALL_CONTROLLERS:
+            factory = _FACTORIES.get(name)
+            if factory is None:
+                raise ValueError(f"unknown controller {name!r}; known: {', '.join(_FACTORIES)}")
+            self.controllers[name] = factory(self)
+
+    async def run(self) -> None:
+        self.informers.start()
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            await self.informers.wait_synced()
+            tasks = [
+                asyncio.create_task(controller.run(), name=name)
+                for name, controller in self.controllers.items()
+            ]
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.informers.stop()
+
+
+Factory = Callable[[ControllerManager], Controller]
+
+
+def _taint_eviction(m: ControllerManager) -> Controller:
+    return TaintEvictionController(
+        m.client,
+        m.clock,
+        m.informers,
+        registry=m.registry,
+        comparison_operators=m.config.features.enabled("TaintTolerationComparisonOperators"),
+    )
+
+
+_FACTORIES: dict[str, Factory] = {
+    "taint-eviction-controller": _taint_eviction,
+}
+
+ALL_CONTROLLERS: tuple[str, ...] = tuple(_FACTORIES)

@@ -1,0 +1,313 @@
+"""The taint eviction controller: deletes pods from nodes with NoExecute taints they do not
+tolerate, when their tolerations run out.
+
+Semantics follow upstream's ``tainteviction`` controller exactly:
+
+- A pod's deletion falls due at the instant the controller *observed* the taint (not the
+  taint's ``timeAdded``) plus the smallest ``tolerationSeconds`` among the tolerations that
+  matched; at once when a taint is not tolerated or a matched toleration says ≤ 0; never when
+  none of them sets ``tolerationSeconds``.
+- A scheduled deletion is never pushed later; it is cancelled only when the node has no
+  untolerated NoExecute taint left (or the pod goes), with a ``TaintManagerEviction`` event.
+- A pod already deleted by the controller is not scheduled again until it is seen to go
+  (upstream's timed queue keeps the finished entry for that).
+
+Node and pod changes are handled synchronously in the informer callbacks, at the clock's
+current instant, so under virtual time due instants are exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from taintplane.api.decoding import format_time
+from taintplane.api.taints import Taint, TaintEffect
+from taintplane.api.tolerations import Toleration, matching_tolerations, min_toleration_seconds
+from taintplane.client import ApiError, Client, resource
+from taintplane.client.events import EventRecorder
+from taintplane.client.shared import SharedInformers
+from taintplane.clock import Clock
+
+__all__ = ["TaintEvictionController", "TaintEvictionMetrics"]
+
+log = logging.getLogger(__name__)
+
+PODS = resource("", "v1", "pods")
+COMPONENT = "taint-eviction-controller"
+REASON = "TaintManagerEviction"
+CONDITION_REASON = "DeletionByTaintManager"
+CONDITION_MESSAGE = "Taint manager: deleting due to NoExecute taint"
+
+
+class TaintEvictionMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.deletions = Counter(
+            "pod_deletions",
+            "Total number of Pods deleted by TaintEvictionController since its start.",
+            subsystem="taint_eviction_controller",
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "pod_deletion_duration_seconds",
+            "Latency, in seconds, between the time when a taint effect has been activated "
+            "for the Pod and its deletion via TaintEvictionController.",
+            subsystem="taint_eviction_controller",
+            buckets=(0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240),
+            registry=registry,
+        )
+
+
+@dataclass
+class _Work:
+    created_at: datetime
+    fire_at: datetime
+    cancelled: bool = False
+
+
+def no_execute_taints(node: dict[str, Any]) -> list[Taint]:
+    taints = (node.get("spec") or {}).get("taints") or []
+    parsed = []
+    for item in taints:
+        if isinstance(item, dict) and item.get("effect") == TaintEffect.NO_EXECUTE:
+            parsed.append(Taint.from_dict(item))
+    return parsed
+
+
+def pod_tolerations(pod: dict[str, Any]) -> list[Toleration]:
+    items = (pod.get("spec") or {}).get("tolerations") or []
+    return [Toleration.from_dict(item) for item in items if isinstance(item, dict)]
+
+
+def _key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+class TaintEvictionController:
+    #: Deletions in flight at once (upstream runs 8 workers; our calls are cheap).
+    concurrency = 64
+
+    def __init__(
+        self,
+        client: Client,
+        clock: Clock,
+        informers: SharedInformers,
+        *,
+        registry: CollectorRegistry | None = None,
+        comparison_operators: bool = False,
+    ) -> None:
+        self.client = client
+        self.clock = clock
+        self.pods = informers.pods
+        self.nodes = informers.nodes
+        self.metrics = TaintEvictionMetrics(registry or CollectorRegistry())
+        self.recorder = EventRecorder(client, clock, COMPONENT)
+        self.comparison_operators = comparison_operators
+        self.tainted_nodes: dict[str, list[Taint]] = {}
+        #: Scheduled deletions by pod key; None marks one carried out (not re-added until
+        #: the pod is seen to go, as upstream's TimedWorkerQueue does).
+        self.workers: dict[str, _Work | None] = {}
+        self._heap: list[tuple[datetime, int, str, _Work]] = []
+        self._order = itertools.count()
+        self._wake = asyncio.Event()
+        self._background: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(self.concurrency)
+        self.nodes.add_handlers(self._node_added, self._node_updated, self._node_deleted)
+        self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
+
+    # ---- informer callbacks ----------------------------------------------------------------
+
+    def _node_added(self, node: dict[str, Any]) -> None:
+        self._handle_node(node["metadata"]["name"], node)
+
+    def _node_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if no_execute_taints(old) == no_execute_taints(new):
+            return
+        self._handle_node(new["metadata"]["name"], new)
+
+    def _node_deleted(self, node: dict[str, Any]) -> None:
+        self.tainted_nodes.pop(node["metadata"]["name"], None)
+
+    def _pod_added(self, pod: dict[str, Any]) -> None:
+        self._handle_pod(pod)
+
+    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+        if old_spec.get("tolerations") == new_spec.get("tolerations") and old_spec.get(
+            "nodeName"
+        ) == new_spec.get("nodeName"):
+            return
+        self._handle_pod(new)
+
+    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        self._cancel_with_event(_key(meta["namespace"], meta["name"]), pod)
+
+    # ---- decisions ---------------------------------------------------------------------------
+
+    def _handle_node(self, name: str, node: dict[str, Any]) -> None:
+        taints = no_execute_taints(node)
+        if taints:
+            self.tainted_nodes[name] = taints
+        else:
+            self.tainted_nodes.pop(name, None)
+        pods = self.pods.by_index("node", name)
+        if not pods:
+            return
+        if not taints:
+            for pod in pods:
+                meta = pod["metadata"]
+                self._cancel_with_event(_key(meta["namespace"], meta["name"]), pod)
+            return
+        now = self.clock.now()
+        for pod in pods:
+            self._process_pod_on_node(pod, taints, now)
+
+    def _handle_pod(self, pod: dict[str, Any]) -> None:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            return
+        taints = self.tainted_nodes.get(node)
+        if taints is None:
+            return
+        self._process_pod_on_node(pod, taints, self.clock.now())
+
+    def _process_pod_on_node(self, pod: dict[str, Any], taints: list[Taint], now: datetime) -> None:
+        meta = pod["metadata"]
+        key = _key(meta["namespace"], meta["name"])
+        if not taints:
+            self._cancel_with_event(key, pod)
+            return
+        used = matching_tolerations(
+            taints, pod_tolerations(pod), comparison_operators=self.comparison_operators
+        )
+        if used is None:  # some taint is not tolerated at all: delete now
+            self._cancel_with_event(key, pod)
+            self._add_work(key, now, now)
+            return
+        seconds = min_toleration_seconds(used)
+        if seconds is None:  # tolerated forever
+            self._cancel_with_event(key, pod)
+            return
+        start, trigger = now, now + timedelta(seconds=seconds)
+        scheduled = self.workers.get(key)
+        if scheduled is not None:
+            start = scheduled.created_at
+            if start + timedelta(seconds=seconds) < trigger:
+                return  # never pushed later
+            self._cancel_with_event(key, pod)
+        self._add_work(key, start, trigger)
+
+    # ---- the timed queue ---------------------------------------------------------------------
+
+    def _add_work(self, key: str, created_at: datetime, fire_at: datetime) -> None:
+        if key in self.workers:
+            return  # already scheduled, or carried out and the pod not yet gone
+        work = _Work(created_at, fire_at)
+        self.workers[key] = work
+        heapq.heappush(self._heap, (fire_at, next(self._order), key, work))
+        self._wake.set()
+
+    def _cancel_with_event(self, key: str, pod: dict[str, Any]) -> None:
+        if key not in self.workers:
+            return
+        work = self.workers.pop(key)
+        if work is None:
+            return
+        work.cancelled = True
+        self._spawn(self.recorder.event(pod, "Normal", REASON, f"Cancelling deletion of Pod {key}"))
+
+    def scheduled(self, namespace: str, name: str) -> datetime | None:
+        """When the pod is due to be deleted (for tests and explanations)."""
+        work = self.workers.get(_key(namespace, name))
+        return None if work is None else work.fire_at
+
+    async def run(self) -> None:
+        try:
+            while True:
+                self._wake.clear()
+                now = self.clock.now()
+                while self._heap and (self._heap[0][3].cancelled or self._heap[0][0] <= now):
+                    _, _, key, work = heapq.heappop(self._heap)
+                    if not work.cancelled:
+                        await self._slots.acquire()
+                        self._spawn(self._evict(key, work))
+                if not self._heap:
+                    await self._wake.wait()
+                    continue
+                delay = (self._heap[0][0] - now).total_seconds()
+                sleeper = asyncio.ensure_future(self.clock.sleep(delay))
+                woken = asyncio.ensure_future(self._wake.wait())
+                await asyncio.wait({sleeper, woken}, return_when=asyncio.FIRST_COMPLETED)
+                for task in (sleeper, woken):
+                    task.cancel()
+        finally:
+            for task in list(self._background):
+                task.cancel()
+            await asyncio.gather(*self._background, return_exceptions=True)
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ---- deleting ------------------------------------------------------------------------------
+
+    async def _evict(self, key: str, work: _Work) -> None:
+        try:
+            namespace, name = key.split("/", 1)
+            pod = self.pods.get(key) or {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"namespace": namespace, "name": name},
+            }
+            await self.recorder.event(
+                {"apiVersion": "v1", "kind": "Pod", **pod},
+                "Normal",
+                REASON,
+                f"Marking for deletion Pod {key}",
+            )
+            for attempt in range(5):
+                try:
+                    await self._condition_and_delete(namespace, name)
+                    break
+                except ApiError as error:
+                    if error.code == 404:
+                        break
+                    log.info("evicting %s failed (attempt %d): %s", key, attempt + 1, error)
+                    await self.clock.sleep(0.01)
+            else:
+                if self.workers.get(key) is work:
+                    del self.workers[key]  # failed: may be scheduled again
+                return
+            self.metrics.deletions.inc()
+            self.metrics.latency.observe((self.clock.now() - work.fire_at).total_seconds())
+            if self.workers.get(key) is work:
+                self.workers[key] = None
+        finally:
+            self._slots.release()
+
+    async def _condition_and_delete(self, namespace: str, name: str) -> None:
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "lastTransitionTime": format_time(self.clock.now()),
+            "reason": CONDITION_REASON,
+            "message": CONDITION_MESSAGE,
+        }
+        await self.client.patch(
+            PODS,
+            name,
+            {"status": {"conditions": [condition]}},
+            namespace=namespace,
+            patch_type="strategic",
+            subresource="status",
+        )
+        await self.client.delete(PODS, name, namespace)
