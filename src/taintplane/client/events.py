@@ -48,7 +48,7 @@ class EventRecorder:
         *,
         reference: dict[str, Any] | None = None,
     ) -> None:
-        ref = reference or object_reference(obj)
+        ref = reference if reference is not None else object_reference(obj)
         # Cluster-scoped objects' events go to "default", as client-go does.
         namespace = ref.get("namespace") or "default"
         now = self.clock.now()

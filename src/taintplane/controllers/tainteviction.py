@@ -9,8 +9,8 @@ Semantics follow upstream's ``tainteviction`` controller exactly:
   none of them sets ``tolerationSeconds``.
 - A scheduled deletion is never pushed later; it is cancelled only when the node has no
   untolerated NoExecute taint left (or the pod goes), with a ``TaintManagerEviction`` event.
-- A pod already deleted by the controller is not scheduled again until it is seen to go
-  (upstream's timed queue keeps the finished entry for that).
+- While a deletion is in flight its entry stays (so it is neither re-added nor reported as
+  cancelled); once done, the entry goes, as in upstream's ``TimedWorkerQueue``.
 
 Node and pod changes are handled synchronously in the informer callbacks, at the clock's
 current instant, so under virtual time due instants are exact.
@@ -86,6 +86,12 @@ def pod_tolerations(pod: dict[str, Any]) -> list[Toleration]:
     return [Toleration.from_dict(item) for item in items if isinstance(item, dict)]
 
 
+def _ref(key: str) -> dict[str, Any]:
+    """The object reference upstream's events carry: no uid, no resourceVersion."""
+    namespace, name = key.split("/", 1)
+    return {"kind": "Pod", "namespace": namespace, "name": name, "apiVersion": "v1"}
+
+
 def _key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
@@ -111,8 +117,7 @@ class TaintEvictionController:
         self.recorder = EventRecorder(client, clock, COMPONENT)
         self.comparison_operators = comparison_operators
         self.tainted_nodes: dict[str, list[Taint]] = {}
-        #: Scheduled deletions by pod key; None marks one carried out (not re-added until
-        #: the pod is seen to go, as upstream's TimedWorkerQueue does).
+        #: Scheduled deletions by pod key; None marks one in flight.
         self.workers: dict[str, _Work | None] = {}
         self._heap: list[tuple[datetime, int, str, _Work]] = []
         self._order = itertools.count()
@@ -209,7 +214,7 @@ class TaintEvictionController:
 
     def _add_work(self, key: str, created_at: datetime, fire_at: datetime) -> None:
         if key in self.workers:
-            return  # already scheduled, or carried out and the pod not yet gone
+            return  # already scheduled or in flight
         work = _Work(created_at, fire_at)
         self.workers[key] = work
         heapq.heappush(self._heap, (fire_at, next(self._order), key, work))
@@ -220,7 +225,7 @@ class TaintEvictionController:
             return
         work = self.workers.pop(key)
         if work is None:
-            return
+            return  # in flight: nothing to cancel, and no event (upstream's CancelWork)
         work.cancelled = True
         self._spawn(self.recorder.event(pod, "Normal", REASON, f"Cancelling deletion of Pod {key}"))
 
@@ -237,6 +242,7 @@ class TaintEvictionController:
                 while self._heap and (self._heap[0][3].cancelled or self._heap[0][0] <= now):
                     _, _, key, work = heapq.heappop(self._heap)
                     if not work.cancelled:
+                        self.workers[key] = None  # in flight
                         await self._slots.acquire()
                         self._spawn(self._evict(key, work))
                 if not self._heap:
@@ -263,16 +269,8 @@ class TaintEvictionController:
     async def _evict(self, key: str, work: _Work) -> None:
         try:
             namespace, name = key.split("/", 1)
-            pod = self.pods.get(key) or {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"namespace": namespace, "name": name},
-            }
             await self.recorder.event(
-                {"apiVersion": "v1", "kind": "Pod", **pod},
-                "Normal",
-                REASON,
-                f"Marking for deletion Pod {key}",
+                {}, "Normal", REASON, f"Marking for deletion Pod {key}", reference=_ref(key)
             )
             for attempt in range(5):
                 try:
@@ -284,14 +282,14 @@ class TaintEvictionController:
                     log.info("evicting %s failed (attempt %d): %s", key, attempt + 1, error)
                     await self.clock.sleep(0.01)
             else:
-                if self.workers.get(key) is work:
-                    del self.workers[key]  # failed: may be scheduled again
                 return
             self.metrics.deletions.inc()
+            # Upstream multiplies a Duration by time.Second here, so its figure is not in
+            # seconds; we record the seconds the help text promises.
             self.metrics.latency.observe((self.clock.now() - work.fire_at).total_seconds())
-            if self.workers.get(key) is work:
-                self.workers[key] = None
         finally:
+            if key in self.workers and self.workers[key] is None:
+                del self.workers[key]
             self._slots.release()
 
     async def _condition_and_delete(self, namespace: str, name: str) -> None:
