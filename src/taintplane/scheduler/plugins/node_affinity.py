@@ -7,13 +7,13 @@ matches nothing. Operators: In, NotIn, Exists, DoesNotExist, Gt, Lt (integers). 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from taintplane.api.tolerations import parse_int64
+from taintplane.api import nodeaffinity
 from taintplane.scheduler.framework import (
     CycleState,
     FilterPlugin,
@@ -31,39 +31,8 @@ __all__ = ["ERR_REASON_POD", "NodeAffinity", "term_matches"]
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 
 
-def _requirement_matches(requirement: Mapping[str, Any], value: str | None) -> bool:
-    operator = requirement.get("operator")
-    values = [str(v) for v in requirement.get("values") or []]
-    if operator == "In":
-        return value is not None and value in values
-    if operator == "NotIn":
-        return value is None or value not in values
-    if operator == "Exists":
-        return value is not None
-    if operator == "DoesNotExist":
-        return value is None
-    if operator in ("Gt", "Lt") and value is not None and len(values) == 1:
-        ours, bound = parse_int64(value), parse_int64(values[0])
-        if ours is None or bound is None:
-            return False
-        return ours > bound if operator == "Gt" else ours < bound
-    return False
-
-
 def term_matches(term: Mapping[str, Any], node: NodeInfo) -> bool:
-    expressions = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
-    if not expressions and not fields:
-        return False
-    for requirement in expressions:
-        if not _requirement_matches(requirement, node.labels.get(str(requirement.get("key")))):
-            return False
-    for requirement in fields:
-        if requirement.get("key") != "metadata.name" or not _requirement_matches(
-            requirement, node.name
-        ):
-            return False
-    return True
+    return nodeaffinity.term_matches(term, node.labels, node.name)
 
 
 def _node_affinity(pod: PodInfo) -> Mapping[str, Any]:
@@ -76,15 +45,9 @@ class NodeAffinity:
     reverse = False
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
-        selector = (pod.pod.get("spec") or {}).get("nodeSelector") or {}
-        for key, wanted in selector.items():
-            if node.labels.get(key) != wanted:
-                return Status.unresolvable(ERR_REASON_POD)
-        required = _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
-        if required is not None:
-            terms: Sequence[Mapping[str, Any]] = required.get("nodeSelectorTerms") or []
-            if not any(term_matches(term, node) for term in terms):
-                return Status.unresolvable(ERR_REASON_POD)
+        spec = pod.pod.get("spec") or {}
+        if not nodeaffinity.pod_matches_node_selector_and_affinity(spec, node.labels, node.name):
+            return Status.unresolvable(ERR_REASON_POD)
         return None
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
