@@ -1,0 +1,279 @@
+"""Simulated kubelets: many nodes driven by one component, at little cost per node.
+
+Each node registers itself (labels, capacity, registration taints), renews its Lease in
+``kube-node-lease`` every 10 s (40 s lease times 0.25), and posts its status when it changes or
+every 5 minutes, as a kubelet does. Pods bound to a node are admitted (a pod that does not
+tolerate the node's NoExecute taints is rejected, as upstream's kubelet does), started, and on
+deletion stopped once their grace period — or their simulated shutdown time, if shorter — is
+over. Fault injection stops a node's heartbeats (``stop``), or sets a condition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from taintplane.agents.nodes import (
+    CONDITION_ORDER,
+    HEALTHY,
+    NodeShape,
+    condition,
+    format_micro_time,
+    node_object,
+    node_status,
+)
+from taintplane.agents.pods import PodRuntime
+from taintplane.client import ApiError, Client, resource
+from taintplane.client.events import EventRecorder
+from taintplane.client.shared import SharedInformers
+from taintplane.clock import Clock
+
+__all__ = ["KubeletConfig", "Kubelets", "SimulatedNode", "UnknownNodeError"]
+
+log = logging.getLogger(__name__)
+
+NODES = resource("", "v1", "nodes")
+LEASES = resource("coordination.k8s.io", "v1", "leases")
+LEASE_NAMESPACE = "kube-node-lease"
+
+
+class UnknownNodeError(KeyError):
+    pass
+
+
+@dataclass
+class KubeletConfig:
+    node_lease_duration_seconds: int = 40
+    #: nodeStatusUpdateFrequency: how often status is computed (and the lease renewed,
+    #: 40 s times 0.25 = 10 s coincides).
+    node_status_update_frequency: float = 10.0
+    #: nodeStatusReportFrequency: an unchanged status is posted this often.
+    node_status_report_frequency: float = 300.0
+
+    @property
+    def lease_renew_interval(self) -> float:
+        return self.node_lease_duration_seconds * 0.25
+
+
+@dataclass
+class SimulatedNode:
+    shape: NodeShape
+    index: int
+    running: bool = True
+    uid: str = ""
+    #: Condition type -> (status, lastTransitionTime) as the kubelet last reported it.
+    conditions: dict[str, tuple[str, datetime]] = field(default_factory=dict)
+    #: Injected condition statuses that override the healthy defaults.
+    overrides: dict[str, str] = field(default_factory=dict)
+    last_report: datetime | None = None
+    last_renew: datetime | None = None
+
+    @property
+    def name(self) -> str:
+        return self.shape.name
+
+
+class Kubelets:
+    def __init__(
+        self,
+        client: Client,
+        clock: Clock,
+        informers: SharedInformers | None = None,
+        config: KubeletConfig | None = None,
+    ) -> None:
+        self.client = client
+        self.clock = clock
+        self.config = config or KubeletConfig()
+        self.informers = informers or SharedInformers(client)
+        self._own_informers = informers is None
+        self.nodes: dict[str, SimulatedNode] = {}
+        self.recorders: dict[str, EventRecorder] = {}
+        self.pods = PodRuntime(self)
+        self._next_index = 1
+        self._wake = asyncio.Event()
+
+    # ---- registration ------------------------------------------------------------------------
+
+    async def add(self, shapes: Iterable[NodeShape], *, concurrency: int = 32) -> None:
+        """Register nodes (concurrently), each with its status and Lease."""
+        slots = asyncio.Semaphore(concurrency)
+
+        async def one(shape: NodeShape) -> None:
+            async with slots:
+                await self._register(shape)
+
+        await asyncio.gather(*(one(shape) for shape in shapes))
+
+    async def _register(self, shape: NodeShape) -> None:
+        node = SimulatedNode(shape, self._next_index)
+        self._next_index += 1
+        self.nodes[shape.name] = node
+        self.recorders[shape.name] = EventRecorder(self.client, self.clock, "kubelet", shape.name)
+        try:
+            created = await self.client.create(NODES, node_object(shape))
+        except ApiError as error:
+            if error.code != 409:
+                raise
+            created = await self.client.get(NODES, shape.name)  # registered before a restart
+        node.uid = str(created["metadata"].get("uid", ""))
+        await self._post_status(node, force=True)
+        await self._renew_lease(node)
+
+    def node(self, name: str) -> SimulatedNode:
+        found = self.nodes.get(name)
+        if found is None:
+            raise UnknownNodeError(name)
+        return found
+
+    # ---- fault injection -------------------------------------------------------------------------
+
+    def stop(self, name: str) -> None:
+        """The kubelet goes silent: no lease renewals, no status, no pod work."""
+        self.node(name).running = False
+
+    async def start(self, name: str) -> None:
+        node = self.node(name)
+        if node.running:
+            return
+        node.running = True
+        await self._post_status(node, force=True)
+        await self._renew_lease(node)
+        self.pods.resync(name)
+
+    def zone_nodes(self, zone: str) -> list[str]:
+        return [n.name for n in self.nodes.values() if n.shape.zone == zone]
+
+    async def set_condition(self, name: str, type_: str, status: str) -> None:
+        node = self.node(name)
+        if status == HEALTHY.get(type_) or (type_ == "NetworkUnavailable" and status == ""):
+            node.overrides.pop(type_, None)
+        else:
+            node.overrides[type_] = status
+        if node.running:
+            await self._post_status(node)
+
+    # ---- heartbeats ------------------------------------------------------------------------------
+
+    def _desired(self, node: SimulatedNode) -> dict[str, str]:
+        wanted = dict(HEALTHY)
+        wanted.update(node.overrides)
+        return wanted
+
+    def _conditions(self, node: SimulatedNode, now: datetime) -> list[dict[str, Any]]:
+        wanted = self._desired(node)
+        ordered = [t for t in ("NetworkUnavailable",) if t in wanted] + list(CONDITION_ORDER)
+        result = []
+        for type_ in ordered:
+            status = wanted[type_]
+            previous = node.conditions.get(type_)
+            transition = previous[1] if previous and previous[0] == status else now
+            node.conditions[type_] = (status, transition)
+            result.append(condition(type_, status, now, transition))
+        return result
+
+    async def _post_status(self, node: SimulatedNode, *, force: bool = False) -> None:
+        now = self.clock.now()
+        before = {t: s for t, (s, _) in node.conditions.items()}
+        conditions = self._conditions(node, now)
+        changed = before != {t: s for t, (s, _) in node.conditions.items()}
+        due = node.last_report is None or (
+            (now - node.last_report).total_seconds() >= self.config.node_status_report_frequency
+        )
+        if not (force or changed or due):
+            return
+        status = node_status(node.shape, node.index, conditions)
+        try:
+            await self.client.patch(NODES, node.name, {"status": status}, subresource="status")
+            node.last_report = now
+        except ApiError as error:
+            log.info("kubelet %s: posting status failed: %s", node.name, error)
+            return
+        if changed and before:
+            await self._status_events(node, before)
+
+    async def _status_events(self, node: SimulatedNode, before: dict[str, str]) -> None:
+        names = {
+            ("Ready", "True"): "NodeReady",
+            ("Ready", "False"): "NodeNotReady",
+            ("MemoryPressure", "True"): "NodeHasInsufficientMemory",
+            ("MemoryPressure", "False"): "NodeHasSufficientMemory",
+            ("DiskPressure", "True"): "NodeHasDiskPressure",
+            ("DiskPressure", "False"): "NodeHasNoDiskPressure",
+            ("PIDPressure", "True"): "NodeHasInsufficientPID",
+            ("PIDPressure", "False"): "NodeHasSufficientPID",
+        }
+        reference = {"kind": "Node", "name": node.name, "uid": node.name}
+        for type_, (status, _) in node.conditions.items():
+            reason = names.get((type_, status))
+            if reason and before.get(type_) != status:
+                await self.recorders[node.name].event(
+                    {},
+                    "Normal",
+                    reason,
+                    f"Node {node.name} status is now: {reason}",
+                    reference=reference,
+                )
+
+    async def _renew_lease(self, node: SimulatedNode) -> None:
+        now = self.clock.now()
+        spec = {
+            "holderIdentity": node.name,
+            "leaseDurationSeconds": self.config.node_lease_duration_seconds,
+            "renewTime": format_micro_time(now),
+        }
+        try:
+            await self.client.patch(LEASES, node.name, {"spec": spec}, namespace=LEASE_NAMESPACE)
+        except ApiError as error:
+            if error.code != 404:
+                log.info("kubelet %s: renewing the lease failed: %s", node.name, error)
+                return
+            lease = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {
+                    "name": node.name,
+                    "namespace": LEASE_NAMESPACE,
+                    "ownerReferences": [
+                        {"apiVersion": "v1", "kind": "Node", "name": node.name, "uid": node.uid}
+                    ],
+                },
+                "spec": {**spec, "acquireTime": format_micro_time(now)},
+            }
+            try:
+                await self.client.create(LEASES, lease, namespace=LEASE_NAMESPACE)
+            except ApiError as again:
+                log.info("kubelet %s: creating the lease failed: %s", node.name, again)
+                return
+        node.last_renew = now
+
+    async def heartbeat(self) -> None:
+        """One round: every running node renews its lease and posts status if due."""
+        running = [n for n in self.nodes.values() if n.running]
+        slots = asyncio.Semaphore(32)
+
+        async def one(node: SimulatedNode) -> None:
+            async with slots:
+                await self._renew_lease(node)
+                await self._post_status(node)
+
+        await asyncio.gather(*(one(node) for node in running))
+
+    async def run(self) -> None:
+        if self._own_informers:
+            self.informers.start()
+        try:
+            await self.informers.wait_synced()
+            self.pods.start()
+            for name in self.nodes:
+                self.pods.resync(name)
+            while True:
+                await self.clock.sleep(self.config.node_status_update_frequency)
+                await self.heartbeat()
+        finally:
+            await self.pods.stop()
+            if self._own_informers:
+                await self.informers.stop()

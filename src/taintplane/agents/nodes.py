@@ -1,0 +1,173 @@
+"""What a simulated node is: its shape (labels, capacity, taints, zone) and the Node object
+and conditions its kubelet writes, as a real kubelet would."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from taintplane.api.decoding import format_time
+
+__all__ = [
+    "CONDITION_ORDER",
+    "HEALTHY",
+    "KUBELET_VERSION",
+    "NodeShape",
+    "condition",
+    "format_micro_time",
+    "node_object",
+    "node_status",
+]
+
+KUBELET_VERSION = "v1.35.0"
+
+#: The kubelet's node conditions, in the order it reports them.
+CONDITION_ORDER = ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")
+
+# (status -> reason, message) for each condition the kubelet sets, as upstream words them.
+_CONDITION_TEXT: dict[str, dict[str, tuple[str, str]]] = {
+    "MemoryPressure": {
+        "False": ("KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+        "True": ("KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
+    },
+    "DiskPressure": {
+        "False": ("KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        "True": ("KubeletHasDiskPressure", "kubelet has disk pressure"),
+    },
+    "PIDPressure": {
+        "False": ("KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        "True": ("KubeletHasInsufficientPID", "kubelet has insufficient PID available"),
+    },
+    "Ready": {
+        "True": ("KubeletReady", "kubelet is posting ready status"),
+        "False": ("KubeletNotReady", "container runtime is down"),
+    },
+    # Set by the cloud's route controller in real clusters; here by fault injection.
+    "NetworkUnavailable": {
+        "False": ("RouteCreated", "RouteController created a route"),
+        "True": ("NoRouteCreated", "Node created without a route"),
+    },
+}
+
+#: The status each condition has on a healthy node.
+HEALTHY = {
+    "MemoryPressure": "False",
+    "DiskPressure": "False",
+    "PIDPressure": "False",
+    "Ready": "True",
+}
+
+
+def format_micro_time(moment: datetime) -> str:
+    """``metav1.MicroTime`` on the wire (Lease renewTime): microseconds and ``Z``."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def condition(
+    type_: str, status: str, now: datetime, transition: datetime | None = None
+) -> dict[str, Any]:
+    reason, message = _CONDITION_TEXT.get(type_, {}).get(status, ("", ""))
+    return {
+        "type": type_,
+        "status": status,
+        "lastHeartbeatTime": format_time(now),
+        "lastTransitionTime": format_time(transition or now),
+        "reason": reason,
+        "message": message,
+    }
+
+
+@dataclass
+class NodeShape:
+    """One simulated node: what ``--nodes N`` or a ``--cluster`` pool describes."""
+
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    capacity: dict[str, str] = field(
+        default_factory=lambda: {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    )
+    #: Taints registered with the node (kubelet's ``--register-with-taints``).
+    taints: list[dict[str, Any]] = field(default_factory=list)
+    zone: str = ""
+    region: str = ""
+    address: str = ""
+
+    def all_labels(self) -> dict[str, str]:
+        # The kubelet sets the stable labels; the beta ones are the node lifecycle
+        # controller's reconciliation, done here at once.
+        labels = {
+            "beta.kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/hostname": self.name,
+            "kubernetes.io/os": "linux",
+        }
+        if self.zone:
+            labels["topology.kubernetes.io/zone"] = self.zone
+        if self.region:
+            labels["topology.kubernetes.io/region"] = self.region
+        labels.update(self.labels)
+        return labels
+
+
+def _digest(name: str) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()
+
+
+def node_object(shape: NodeShape) -> dict[str, Any]:
+    """The Node a kubelet registers (metadata and spec; status is posted afterwards)."""
+    spec: dict[str, Any] = {}
+    if shape.taints:
+        spec["taints"] = [dict(t) for t in shape.taints]
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": shape.name,
+            "labels": shape.all_labels(),
+            "annotations": {
+                "node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+            },
+        },
+        "spec": spec,
+    }
+
+
+def node_status(shape: NodeShape, index: int, conditions: list[dict[str, Any]]) -> dict[str, Any]:
+    capacity = {
+        "cpu": "4",
+        "ephemeral-storage": "100Gi",
+        "hugepages-1Gi": "0",
+        "hugepages-2Mi": "0",
+        "memory": "16Gi",
+        "pods": "110",
+        **shape.capacity,
+    }
+    digest = _digest(shape.name)
+    address = shape.address or f"10.{(index >> 16) & 255}.{(index >> 8) & 255}.{index & 255}"
+    return {
+        "capacity": capacity,
+        "allocatable": dict(capacity),
+        "conditions": conditions,
+        "addresses": [
+            {"type": "InternalIP", "address": address},
+            {"type": "Hostname", "address": shape.name},
+        ],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "nodeInfo": {
+            "machineID": digest[:32],
+            "systemUUID": f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-"
+            f"{digest[20:32]}",
+            "bootID": digest[32:64],
+            "kernelVersion": "6.8.0-taintplane",
+            "osImage": "taintplane simulated node",
+            "containerRuntimeVersion": "containerd://2.1.0",
+            "kubeletVersion": KUBELET_VERSION,
+            "kubeProxyVersion": "",
+            "operatingSystem": "linux",
+            "architecture": "amd64",
+        },
+    }
