@@ -18,6 +18,8 @@ from taintplane.api.features import FeatureGates
 from taintplane.client import Client
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
+from taintplane.controllers.daemonset import DaemonSetController
+from taintplane.controllers.podgc import PodGCController
 from taintplane.controllers.tainteviction import TaintEvictionController
 
 __all__ = ["ALL_CONTROLLERS", "ControllerConfig", "ControllerManager"]
@@ -88,8 +90,26 @@ def _taint_eviction(m: ControllerManager) -> Controller:
     )
 
 
+def _daemonset(m: ControllerManager) -> Controller:
+    return DaemonSetController(
+        m.client,
+        m.clock,
+        m.informers,
+        comparison_operators=m.config.features.enabled("TaintTolerationComparisonOperators"),
+    )
+
+
+def _podgc(m: ControllerManager) -> Controller:
+    threshold = int(m.config.extra.get("terminated-pod-gc-threshold", 12500))
+    return PodGCController(
+        m.client, m.clock, m.informers, terminated_pod_threshold=threshold, registry=m.registry
+    )
+
+
 _FACTORIES: dict[str, Factory] = {
     "taint-eviction-controller": _taint_eviction,
+    "daemonset-controller": _daemonset,
+    "pod-garbage-collector-controller": _podgc,
 }
 
 ALL_CONTROLLERS: tuple[str, ...] = tuple(_FACTORIES)

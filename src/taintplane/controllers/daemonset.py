@@ -1,0 +1,204 @@
+"""The DaemonSet controller: one pod of each DaemonSet on every node that should run it.
+
+As upstream's ``daemon_controller.go``: a node should run a daemon pod when the template's
+node name, node selector and required node affinity admit it and every NoSchedule/NoExecute
+taint is tolerated by the template's tolerations plus the automatic daemon tolerations; an
+existing pod stays unless a NoExecute taint is untolerated. Pods are created pinned to their
+node by required node affinity (``metadata.name In [node]``) and left for the scheduler to
+bind. Failed pods are deleted with a per-node backoff and replaced; a template change rolls
+out with ``maxUnavailable``. Expectations keep a sync from acting on a cache that has not
+yet seen its own creates and deletes.
+
+Left out: ControllerRevisions (the hash is computed, no history is kept), adoption and
+release of pods by selector, and ``maxSurge`` rolling updates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from taintplane.client import ApiError, Client, resource
+from taintplane.client.events import EventRecorder
+from taintplane.client.shared import SharedInformers
+from taintplane.client.workqueue import WorkQueue
+from taintplane.clock import Clock
+from taintplane.controllers import daemonset_util as util
+from taintplane.controllers.daemonset_sync import DaemonSetSync, Expectations
+
+__all__ = ["COMPONENT", "DaemonSetController"]
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "daemonset-controller"
+DAEMONSETS = resource("apps", "v1", "daemonsets")
+OWNER_INDEX = "daemonset-controller:owner-uid"
+
+
+def controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return dict(ref)
+    return None
+
+
+def _owner_uid(pod: dict[str, Any]) -> list[str]:
+    ref = controller_ref(pod)
+    return [str(ref["uid"])] if ref and ref.get("kind") == "DaemonSet" else []
+
+
+def _conditions_true(node: dict[str, Any]) -> set[str]:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return {str(c.get("type")) for c in conditions if c.get("status") == "True"}
+
+
+def _ignore_node_update(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """``shouldIgnoreNodeUpdate``: only the conditions' heartbeats or nothing changed."""
+    if _conditions_true(old) != _conditions_true(new):
+        return False
+    strip = ("resourceVersion", "managedFields")
+
+    def rest(node: dict[str, Any]) -> dict[str, Any]:
+        meta = {k: v for k, v in (node.get("metadata") or {}).items() if k not in strip}
+        status = {k: v for k, v in (node.get("status") or {}).items() if k != "conditions"}
+        return {**node, "metadata": meta, "status": status}
+
+    return rest(old) == rest(new)
+
+
+class DaemonSetController:
+    def __init__(
+        self,
+        client: Client,
+        clock: Clock,
+        informers: SharedInformers,
+        *,
+        comparison_operators: bool = False,
+    ) -> None:
+        self.client = client
+        self.clock = clock
+        self.comparison_operators = comparison_operators
+        self.daemonsets = informers.informer("apps", "v1", "daemonsets")
+        self.pods = informers.pods
+        self.nodes = informers.nodes
+        if not self.pods.has_index(OWNER_INDEX):
+            self.pods.add_index(OWNER_INDEX, _owner_uid)
+        self.recorder = EventRecorder(client, clock, COMPONENT)
+        self.expectations = Expectations(clock)
+        self.backoff = util.FailedPodsBackoff()
+        self.queue = WorkQueue(clock, name="daemonset")
+        self.syncer = DaemonSetSync(self)
+        self.daemonsets.add_handlers(
+            lambda ds: self._enqueue(ds),
+            lambda old, new: self._enqueue(new),
+            self._daemonset_deleted,
+        )
+        self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
+        self.nodes.add_handlers(self._node_added, self._node_updated)
+
+    # ---- helpers shared with the sync ------------------------------------------------------
+
+    def should_run(self, node: dict[str, Any], ds: dict[str, Any]) -> tuple[bool, bool]:
+        return util.node_should_run_daemon_pod(
+            node, ds, comparison_operators=self.comparison_operators
+        )
+
+    def owned_pods(self, ds: dict[str, Any]) -> list[dict[str, Any]]:
+        return self.pods.by_index(OWNER_INDEX, str(ds["metadata"].get("uid", "")))
+
+    def _enqueue(self, ds: dict[str, Any]) -> None:
+        meta = ds["metadata"]
+        self.queue.add(f"{meta['namespace']}/{meta['name']}")
+
+    def enqueue_after(self, ds: dict[str, Any], seconds: float) -> None:
+        meta = ds["metadata"]
+        self.queue.add_after(f"{meta['namespace']}/{meta['name']}", seconds)
+
+    def _resolve(self, pod: dict[str, Any]) -> dict[str, Any] | None:
+        """``resolveControllerRef``: the DaemonSet the pod's controller reference names."""
+        ref = controller_ref(pod)
+        if ref is None or ref.get("kind") != "DaemonSet":
+            return None
+        ds = self.daemonsets.get(f"{pod['metadata'].get('namespace')}/{ref.get('name')}")
+        if ds is None or ds["metadata"].get("uid") != ref.get("uid"):
+            return None
+        return ds
+
+    # ---- informer callbacks -----------------------------------------------------------------
+
+    def _daemonset_deleted(self, ds: dict[str, Any]) -> None:
+        meta = ds["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        self.expectations.delete(key)
+        self.queue.add(key)
+
+    def _pod_added(self, pod: dict[str, Any]) -> None:
+        if pod["metadata"].get("deletionTimestamp"):
+            self._pod_deleted(pod)
+            return
+        ds = self._resolve(pod)
+        if ds is not None:
+            self.expectations.creation_observed(self.syncer.key(ds))
+            self._enqueue(ds)
+
+    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
+            return
+        if new["metadata"].get("deletionTimestamp"):
+            self._pod_deleted(new)
+            return
+        old_ds = self._resolve(old)
+        ds = self._resolve(new)
+        if old_ds is not None and controller_ref(old) != controller_ref(new):
+            self._enqueue(old_ds)
+        if ds is None:
+            return
+        self._enqueue(ds)
+        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+        if min_ready > 0 and not util.is_pod_ready(old) and util.is_pod_ready(new):
+            # One more second against sub-second skew, as upstream.
+            self.enqueue_after(ds, min_ready + 1)
+
+    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+        ds = self._resolve(pod)
+        if ds is not None:
+            self.expectations.deletion_observed(self.syncer.key(ds))
+            self._enqueue(ds)
+
+    def _node_added(self, node: dict[str, Any]) -> None:
+        for ds in list(self.daemonsets.cache.values()):
+            if self.should_run(node, ds)[0]:
+                self._enqueue(ds)
+
+    def _node_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        # Like upstream, node deletions are not watched: pods on a deleted node are the pod
+        # garbage collector's to remove.
+        if _ignore_node_update(old, new):
+            return
+        for ds in list(self.daemonsets.cache.values()):
+            if self.should_run(old, ds) != self.should_run(new, ds):
+                self._enqueue(ds)
+
+    # ---- running ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        gc = asyncio.create_task(self._backoff_gc(), name="daemonset:backoff-gc")
+        try:
+            await self.queue.run(self.syncer.sync)
+        finally:
+            gc.cancel()
+            await asyncio.gather(gc, return_exceptions=True)
+
+    async def _backoff_gc(self) -> None:
+        while True:  # upstream's BackoffGCInterval
+            await self.clock.sleep(60)
+            self.backoff.gc(self.clock.now())
+
+    async def get_daemonset(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return await self.client.get(DAEMONSETS, name, namespace)
+        except ApiError as error:
+            if error.code == 404:
+                return None
+            raise

@@ -1,0 +1,399 @@
+"""One sync of one DaemonSet (upstream's ``syncDaemonSet``, ``manage``, ``syncNodes``,
+``rollingUpdate`` and ``updateDaemonSetStatus``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from taintplane.client import ApiError, resource
+from taintplane.clock import Clock
+from taintplane.controllers import daemonset_util as util
+
+if TYPE_CHECKING:
+    from taintplane.controllers.daemonset import DaemonSetController
+
+__all__ = ["DaemonSetSync", "Expectations"]
+
+log = logging.getLogger(__name__)
+
+PODS = resource("", "v1", "pods")
+DAEMONSETS = resource("apps", "v1", "daemonsets")
+BURST_REPLICAS = 250
+SLOW_START_INITIAL_BATCH = 1
+STATUS_UPDATE_RETRIES = 1
+EXPECTATIONS_TIMEOUT = 300.0  # upstream's ExpectationsTimeout: a lost watch event heals
+STATUS_FIELDS = (
+    "desiredNumberScheduled",
+    "currentNumberScheduled",
+    "numberMisscheduled",
+    "numberReady",
+    "updatedNumberScheduled",
+    "numberAvailable",
+    "numberUnavailable",
+)
+
+
+@dataclass
+class _Expected:
+    adds: int
+    deletes: int
+    since: datetime
+
+
+@dataclass
+class Expectations:
+    """``ControllerExpectations``: creates and deletes a DaemonSet waits to see."""
+
+    clock: Clock
+    _items: dict[str, _Expected] = field(default_factory=dict)
+
+    def set(self, key: str, adds: int, deletes: int) -> None:
+        self._items[key] = _Expected(adds, deletes, self.clock.now())
+
+    def satisfied(self, key: str) -> bool:
+        found = self._items.get(key)
+        if found is None:
+            return True
+        if found.adds <= 0 and found.deletes <= 0:
+            return True
+        return self.clock.now() - found.since > timedelta(seconds=EXPECTATIONS_TIMEOUT)
+
+    def creation_observed(self, key: str) -> None:
+        if key in self._items:
+            self._items[key].adds -= 1
+
+    def deletion_observed(self, key: str) -> None:
+        if key in self._items:
+            self._items[key].deletes -= 1
+
+    def lower(self, key: str, adds: int) -> None:
+        if key in self._items:
+            self._items[key].adds -= adds
+
+    def delete(self, key: str) -> None:
+        self._items.pop(key, None)
+
+
+def _creation_order(pod: dict[str, Any]) -> tuple[bool, str, str]:
+    """``podByCreationTimestampAndPhase``: bound pods first, then oldest, then by name."""
+    meta = pod["metadata"]
+    bound = bool((pod.get("spec") or {}).get("nodeName"))
+    return (not bound, str(meta.get("creationTimestamp", "")), str(meta["name"]))
+
+
+def _phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+class DaemonSetSync:
+    def __init__(self, controller: DaemonSetController) -> None:
+        self.c = controller
+
+    @staticmethod
+    def key(ds: dict[str, Any]) -> str:
+        return f"{ds['metadata']['namespace']}/{ds['metadata']['name']}"
+
+    async def sync(self, key: str) -> None:
+        c = self.c
+        ds = c.daemonsets.get(key)
+        if ds is None:
+            c.expectations.delete(key)
+            return
+        ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", **ds}
+        selector = (ds.get("spec") or {}).get("selector")
+        if (
+            selector is not None
+            and not selector.get("matchLabels")
+            and not selector.get("matchExpressions")
+        ):
+            await c.recorder.event(
+                ds,
+                "Warning",
+                "SelectingAll",
+                "This daemon set is selecting all pods. A non-empty selector is required.",
+            )
+            return
+        if ds["metadata"].get("deletionTimestamp"):
+            return
+        nodes = list(c.nodes.cache.values())
+        hash_ = util.revision_hash(ds)
+        if not c.expectations.satisfied(key):
+            await self.update_status(ds, nodes, hash_, observed_generation=False)
+            return
+        error: Exception | None = None
+        try:
+            await self.manage(ds, nodes, hash_)
+            if c.expectations.satisfied(key) and self._rolling(ds):
+                await self.rolling_update(ds, nodes, hash_)
+        except ApiError as failure:
+            error = failure
+        await self.update_status(ds, nodes, hash_, observed_generation=True)
+        if error is not None:
+            raise error
+
+    @staticmethod
+    def _rolling(ds: dict[str, Any]) -> bool:
+        strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
+        return bool(strategy.get("type", "RollingUpdate") == "RollingUpdate")
+
+    def nodes_to_pods(self, ds: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+        grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for pod in self.c.owned_pods(ds):
+            node = util.target_node_name(pod)
+            if node is not None:
+                grouped[node].append(pod)
+        return grouped
+
+    # ---- manage -----------------------------------------------------------------------------
+
+    async def manage(self, ds: dict[str, Any], nodes: list[dict[str, Any]], hash_: str) -> None:
+        by_node = self.nodes_to_pods(ds)
+        create: list[str] = []
+        delete: list[str] = []
+        for node in nodes:
+            more, fewer = await self._pods_should_be_on_node(node, by_node, ds)
+            create += more
+            delete += fewer
+        # Unbound pods aimed at nodes that are gone: never scheduled, so PodGC cannot see them.
+        present = {n["metadata"]["name"] for n in nodes}
+        for node_name, pods in by_node.items():
+            if node_name not in present:
+                delete += [p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName")]
+        await self.sync_nodes(ds, delete, create, hash_)
+
+    async def _pods_should_be_on_node(
+        self, node: dict[str, Any], by_node: dict[str, list[dict[str, Any]]], ds: dict[str, Any]
+    ) -> tuple[list[str], list[str]]:
+        c = self.c
+        name = node["metadata"]["name"]
+        should_run, should_continue = c.should_run(node, ds)
+        pods = by_node.get(name)
+        if should_run and not pods:
+            return [name], []
+        if not pods:
+            return [], []
+        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        if not should_continue:
+            return [], [p["metadata"]["name"] for p in live]
+        delete: list[str] = []
+        running: list[dict[str, Any]] = []
+        for pod in live:
+            pod_name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
+            if _phase(pod) == "Failed":
+                # The controller often fights a kubelet that rejects the pod: back off.
+                backoff_key = (
+                    f"{ds['metadata'].get('uid')}/"
+                    f"{(ds.get('status') or {}).get('observedGeneration') or 0}/{name}"
+                )
+                now = c.clock.now()
+                if c.backoff.in_backoff_since_update(backoff_key, now):
+                    c.enqueue_after(ds, c.backoff.get(backoff_key))
+                    continue
+                c.backoff.next(backoff_key, now)
+                message = (
+                    f"Found failed daemon pod {namespace}/{pod_name} on node {name}, "
+                    "will try to kill it"
+                )
+                await c.recorder.event(ds, "Warning", "FailedDaemonPod", message)
+                delete.append(pod_name)
+            elif _phase(pod) == "Succeeded":
+                message = (
+                    f"Found succeeded daemon pod {namespace}/{pod_name} on node {name}, "
+                    "will try to delete it"
+                )
+                await c.recorder.event(ds, "Normal", "SucceededDaemonPod", message)
+                delete.append(pod_name)
+            else:
+                running.append(pod)
+        # No surge: every running pod but the oldest goes.
+        running.sort(key=_creation_order)
+        delete += [p["metadata"]["name"] for p in running[1:]]
+        return [], delete
+
+    async def sync_nodes(
+        self, ds: dict[str, Any], delete: list[str], create: list[str], hash_: str
+    ) -> None:
+        c = self.c
+        key = self.key(ds)
+        creates, deletes = min(len(create), BURST_REPLICAS), min(len(delete), BURST_REPLICAS)
+        c.expectations.set(key, creates, deletes)
+        errors: list[ApiError] = []
+        template = util.pod_template(ds, hash_)
+        position, batch = 0, min(creates, SLOW_START_INITIAL_BATCH)
+        # Slow start: batches of 1, 2, 4, … stop at the first batch with an error.
+        while position < creates:
+            nodes = create[position : position + batch]
+            results = await asyncio.gather(*(self._create(ds, template, n) for n in nodes))
+            failed = [e for e in results if e is not None]
+            for error in failed:
+                c.expectations.creation_observed(key)
+                errors.append(error)
+            position += batch
+            if failed and position < creates:
+                c.expectations.lower(key, creates - position)
+                break
+            batch = min(2 * batch, creates - position)
+        results = await asyncio.gather(*(self._delete(ds, n) for n in delete[:deletes]))
+        for result in results:
+            if result is not None:
+                c.expectations.deletion_observed(key)
+                if result.code != 404:
+                    errors.append(result)
+        if errors:
+            raise errors[0]
+
+    async def _create(
+        self, ds: dict[str, Any], template: dict[str, Any], node: str
+    ) -> ApiError | None:
+        meta = ds["metadata"]
+        spec = dict(template.get("spec") or {})
+        spec["affinity"] = util.replace_node_name_affinity(spec.get("affinity"), node)
+        tmeta = template.get("metadata") or {}
+        pod_meta: dict[str, Any] = {
+            "generateName": f"{meta['name']}-",
+            "namespace": meta["namespace"],
+            "labels": dict(tmeta.get("labels") or {}),
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "DaemonSet",
+                    "name": meta["name"],
+                    "uid": meta.get("uid", ""),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        }
+        for extra in ("annotations", "finalizers"):
+            if tmeta.get(extra):
+                pod_meta[extra] = tmeta[extra]
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
+        try:
+            created = await self.c.client.create(PODS, pod, namespace=meta["namespace"])
+        except ApiError as error:
+            if error.status.get("details", {}).get("causes") and any(
+                cause.get("reason") == "NamespaceTerminating"
+                for cause in error.status["details"]["causes"]
+            ):
+                return None  # the namespace is going: every create would fail
+            await self.c.recorder.event(ds, "Warning", "FailedCreate", f"Error creating: {error}")
+            return error
+        name = created["metadata"]["name"]
+        await self.c.recorder.event(ds, "Normal", "SuccessfulCreate", f"Created pod: {name}")
+        return None
+
+    async def _delete(self, ds: dict[str, Any], name: str) -> ApiError | None:
+        try:
+            await self.c.client.delete(PODS, name, ds["metadata"]["namespace"])
+        except ApiError as error:
+            if error.code != 404:
+                await self.c.recorder.event(
+                    ds, "Warning", "FailedDelete", f"Error deleting: {error}"
+                )
+            return error
+        await self.c.recorder.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {name}")
+        return None
+
+    # ---- rolling update (no surge) ----------------------------------------------------------
+
+    async def rolling_update(
+        self, ds: dict[str, Any], nodes: list[dict[str, Any]], hash_: str
+    ) -> None:
+        c = self.c
+        by_node = self.nodes_to_pods(ds)
+        desired = 0
+        for node in nodes:
+            if c.should_run(node, ds)[0]:
+                desired += 1
+                by_node.setdefault(node["metadata"]["name"], [])
+        rolling = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
+        max_unavailable = util.scaled_value(
+            rolling.get("maxUnavailable", 1), desired, round_up=True
+        )
+        max_unavailable = max_unavailable or 1  # 0 with no surge would never progress
+        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+        now = c.clock.now()
+        unavailable = 0
+        replace_now: list[str] = []
+        candidates: list[str] = []
+        for pods in by_node.values():
+            live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+            new = [p for p in live if util.is_pod_updated(p, hash_, ds)]
+            old = [p for p in live if not util.is_pod_updated(p, hash_, ds)]
+            if len(new) > 1 or len(old) > 1 or bool(new) == bool(old):
+                unavailable += 1  # manage() creates or prunes here first
+            elif new:
+                if not util.is_pod_available(new[0], min_ready, now):
+                    unavailable += 1
+            elif not util.is_pod_available(old[0], min_ready, now):
+                replace_now.append(old[0]["metadata"]["name"])
+            elif unavailable < max_unavailable:
+                candidates.append(old[0]["metadata"]["name"])
+        room = max(0, min(max_unavailable - unavailable, len(candidates)))
+        await self.sync_nodes(ds, replace_now + candidates[:room], [], hash_)
+
+    # ---- status -------------------------------------------------------------------------------
+
+    async def update_status(
+        self,
+        ds: dict[str, Any],
+        nodes: list[dict[str, Any]],
+        hash_: str,
+        *,
+        observed_generation: bool,
+    ) -> None:
+        c = self.c
+        by_node = self.nodes_to_pods(ds)
+        counts = dict.fromkeys(STATUS_FIELDS, 0)
+        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+        now = c.clock.now()
+        for node in nodes:
+            should_run, _ = c.should_run(node, ds)
+            pods = by_node.get(node["metadata"]["name"]) or []
+            if not should_run:
+                counts["numberMisscheduled"] += bool(pods)
+                continue
+            counts["desiredNumberScheduled"] += 1
+            if not pods:
+                continue
+            counts["currentNumberScheduled"] += 1
+            pod = sorted(pods, key=_creation_order)[0]
+            if util.is_pod_ready(pod):
+                counts["numberReady"] += 1
+                counts["numberAvailable"] += util.is_pod_available(pod, min_ready, now)
+            counts["updatedNumberScheduled"] += util.is_pod_updated(pod, hash_, ds)
+        counts["numberUnavailable"] = counts["desiredNumberScheduled"] - counts["numberAvailable"]
+        await self._store_status(ds, counts, observed_generation)
+        if min_ready > 0 and counts["numberReady"] != counts["numberAvailable"]:
+            c.enqueue_after(ds, min_ready)
+
+    async def _store_status(
+        self, ds: dict[str, Any], counts: dict[str, int], observed_generation: bool
+    ) -> None:
+        status = ds.get("status") or {}
+        generation = int(ds["metadata"].get("generation") or 0)
+        if all(int(status.get(k) or 0) == v for k, v in counts.items()) and (
+            int(status.get("observedGeneration") or 0) >= generation
+        ):
+            return
+        target = ds
+        for attempt in range(STATUS_UPDATE_RETRIES + 1):
+            body = {**target, "status": {**(target.get("status") or {}), **counts}}
+            if observed_generation:
+                body["status"]["observedGeneration"] = generation
+            try:
+                await self.c.client.update(DAEMONSETS, body, subresource="status")
+                return
+            except ApiError:
+                if attempt >= STATUS_UPDATE_RETRIES:
+                    raise
+            meta = ds["metadata"]
+            fresh = await self.c.get_daemonset(meta["namespace"], meta["name"])
+            if fresh is None:
+                return
+            target = fresh

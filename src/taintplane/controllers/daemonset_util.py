@@ -1,0 +1,244 @@
+"""Pure pieces of the DaemonSet controller, after upstream's ``pkg/controller/daemon/util`` and
+the helpers of ``daemon_controller.go``: which nodes should run a daemon pod, the pod built
+from the template, the revision hash, pod readiness and the failed-pod backoff.
+
+Everything works on plain JSON dicts; nothing here talks to the API.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import orjson
+
+from taintplane.api.decoding import DecodeError, optional_time
+from taintplane.api.field import Path
+from taintplane.api.nodeaffinity import pod_matches_node_selector_and_affinity
+from taintplane.api.taints import Taint
+from taintplane.api.tolerations import TaintFilter, Toleration, find_untolerated_taint
+from taintplane.api.wellknown import daemon_pod_tolerations
+
+__all__ = [
+    "REVISION_HASH_LABEL",
+    "TEMPLATE_GENERATION_ANNOTATION",
+    "TEMPLATE_GENERATION_LABEL",
+    "FailedPodsBackoff",
+    "daemon_pod_spec_tolerations",
+    "is_pod_available",
+    "is_pod_ready",
+    "is_pod_updated",
+    "node_should_run_daemon_pod",
+    "pod_template",
+    "replace_node_name_affinity",
+    "revision_hash",
+    "scaled_value",
+    "target_node_name",
+]
+
+REVISION_HASH_LABEL = "controller-revision-hash"
+TEMPLATE_GENERATION_LABEL = "pod-template-generation"
+TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
+#: ``rand.SafeEncodeString``'s alphabet: no vowels, no look-alike digits.
+_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def daemon_pod_spec_tolerations(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The template's tolerations plus the automatic daemon ones (``AddOrUpdateDaemonPod…``)."""
+    own = [Toleration.from_dict(t) for t in spec.get("tolerations") or [] if isinstance(t, dict)]
+    wanted = daemon_pod_tolerations(own, host_network=bool(spec.get("hostNetwork")))
+    return [t.to_dict() for t in wanted]
+
+
+def node_should_run_daemon_pod(
+    node: dict[str, Any], ds: dict[str, Any], *, comparison_operators: bool = False
+) -> tuple[bool, bool]:
+    """``NodeShouldRunDaemonPod``: (should a new pod start here, may an existing one stay).
+
+    An untolerated NoSchedule taint only keeps new pods off; an untolerated NoExecute taint
+    also means an existing pod must go.
+    """
+    spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+    meta = node.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    if spec.get("nodeName") and spec["nodeName"] != name:
+        return False, False
+    if not pod_matches_node_selector_and_affinity(spec, meta.get("labels") or {}, name):
+        return False, False
+    taints = [Taint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or []]
+    tolerations = [Toleration.from_dict(t) for t in daemon_pod_spec_tolerations(spec)]
+    blocking = find_untolerated_taint(
+        taints, tolerations, TaintFilter.DO_NOT_SCHEDULE, comparison_operators=comparison_operators
+    )
+    if blocking is None:
+        return True, True
+    evicting = find_untolerated_taint(
+        taints, tolerations, TaintFilter.NO_EXECUTE, comparison_operators=comparison_operators
+    )
+    return False, evicting is None
+
+
+def replace_node_name_affinity(affinity: dict[str, Any] | None, node: str) -> dict[str, Any]:
+    """``ReplaceDaemonSetPodNodeNameNodeAffinity``: the required node selector becomes the one
+    term ``metadata.name In [node]`` (every other required term is dropped, as upstream);
+    preferred terms and pod (anti-)affinity are kept."""
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    result = copy.deepcopy(affinity) if affinity else {}
+    node_affinity = result.setdefault("nodeAffinity", {})
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [term]
+        }
+    else:
+        required["nodeSelectorTerms"] = [term]
+    return result
+
+
+def target_node_name(pod: dict[str, Any]) -> str | None:
+    """``GetTargetNodeName``: the bound node, else the node the affinity pins the pod to."""
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName"):
+        return str(spec["nodeName"])
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    for term in required.get("nodeSelectorTerms") or []:
+        for field in term.get("matchFields") or []:
+            if field.get("key") == "metadata.name" and field.get("operator") == "In":
+                values = field.get("values") or []
+                return str(values[0]) if len(values) == 1 else None
+    return None
+
+
+def revision_hash(ds: dict[str, Any]) -> str:
+    """The ``controller-revision-hash`` of the current template.
+
+    Upstream hashes (FNV-32) the ControllerRevision's data, the JSON patch
+    ``{"spec":{"template":{…,"$patch":"replace"}}}`` with sorted keys, plus the collision
+    count, and encodes the decimal with ``SafeEncodeString``. We hash the same document as we
+    store it; Go's serialisation of defaulted empty fields can differ, so the values need not
+    equal a real cluster's.
+    """
+    spec = ds.get("spec") or {}
+    template = {**copy.deepcopy(spec.get("template") or {}), "$patch": "replace"}
+    data = orjson.dumps({"spec": {"template": template}}, option=orjson.OPT_SORT_KEYS)
+    value = 0x811C9DC5
+    for byte in data:  # FNV-1 (multiply, then xor), as Go's fnv.New32
+        value = (value * 0x01000193) & 0xFFFFFFFF
+        value ^= byte
+    collisions = (ds.get("status") or {}).get("collisionCount")
+    if collisions is not None:
+        for byte in str(int(collisions)).encode():
+            value = (value * 0x01000193) & 0xFFFFFFFF
+            value ^= byte
+    return "".join(_SAFE_ALPHABET[b % len(_SAFE_ALPHABET)] for b in str(value).encode())
+
+
+def pod_template(ds: dict[str, Any], hash_: str) -> dict[str, Any]:
+    """``CreatePodTemplate``: the template with the daemon tolerations and revision labels."""
+    template = copy.deepcopy((ds.get("spec") or {}).get("template") or {})
+    spec = template.setdefault("spec", {})
+    spec["tolerations"] = daemon_pod_spec_tolerations(spec)
+    labels = template.setdefault("metadata", {}).setdefault("labels", {})
+    generation = ((ds.get("metadata") or {}).get("annotations") or {}).get(
+        TEMPLATE_GENERATION_ANNOTATION
+    )
+    if generation is not None and str(generation).lstrip("-").isdigit():
+        labels[TEMPLATE_GENERATION_LABEL] = str(int(generation))
+    if hash_:
+        labels[REVISION_HASH_LABEL] = hash_
+    return template
+
+
+def is_pod_updated(pod: dict[str, Any], hash_: str, ds: dict[str, Any]) -> bool:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    generation = ((ds.get("metadata") or {}).get("annotations") or {}).get(
+        TEMPLATE_GENERATION_ANNOTATION
+    )
+    by_generation = generation is not None and labels.get(TEMPLATE_GENERATION_LABEL) == str(
+        generation
+    )
+    return by_generation or (bool(hash_) and labels.get(REVISION_HASH_LABEL) == hash_)
+
+
+def _ready_condition(pod: dict[str, Any]) -> dict[str, Any] | None:
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return dict(condition)
+    return None
+
+
+def is_pod_ready(pod: dict[str, Any]) -> bool:
+    condition = _ready_condition(pod)
+    return condition is not None and condition.get("status") == "True"
+
+
+def is_pod_available(pod: dict[str, Any], min_ready_seconds: int, now: datetime) -> bool:
+    """``IsPodAvailable``: ready for more than ``minReadySeconds``."""
+    condition = _ready_condition(pod)
+    if condition is None or condition.get("status") != "True":
+        return False
+    if min_ready_seconds == 0:
+        return True
+    try:
+        since = optional_time(condition, "lastTransitionTime", "PodCondition", Path.root("c"))
+    except DecodeError:
+        return False
+    return since is not None and since + timedelta(seconds=min_ready_seconds) < now
+
+
+def scaled_value(value: int | str | None, total: int, *, round_up: bool) -> int:
+    """``GetScaledValueFromIntOrPercent``."""
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    if value.endswith("%") and value[:-1].isdigit():
+        scaled = int(value[:-1]) * total / 100
+        return math.ceil(scaled) if round_up else math.floor(scaled)
+    raise ValueError(f"invalid value for IntOrString: invalid value {value!r}")
+
+
+@dataclass
+class _Entry:
+    delay: float
+    last_update: datetime
+
+
+class FailedPodsBackoff:
+    """``flowcontrol.Backoff`` as kube-controller-manager builds it for DaemonSets (1 s
+    doubling to 15 min, no jitter); an entry idle for twice the maximum starts over."""
+
+    def __init__(self, initial: float = 1.0, maximum: float = 900.0) -> None:
+        self.initial = initial
+        self.maximum = maximum
+        self._entries: dict[str, _Entry] = {}
+
+    def _expired(self, entry: _Entry, now: datetime) -> bool:
+        return (now - entry.last_update).total_seconds() > 2 * self.maximum
+
+    def in_backoff_since_update(self, key: str, now: datetime) -> bool:
+        entry = self._entries.get(key)
+        if entry is None or self._expired(entry, now):
+            return False
+        return (now - entry.last_update).total_seconds() < entry.delay
+
+    def get(self, key: str) -> float:
+        entry = self._entries.get(key)
+        return 0.0 if entry is None else entry.delay
+
+    def next(self, key: str, now: datetime) -> None:
+        entry = self._entries.get(key)
+        if entry is None or self._expired(entry, now):
+            self._entries[key] = _Entry(self.initial, now)
+        else:
+            entry.delay = min(entry.delay * 2, self.maximum)
+            entry.last_update = now
+
+    def gc(self, now: datetime) -> None:
+        for key in [k for k, e in self._entries.items() if self._expired(e, now)]:
+            del self._entries[key]

@@ -1,0 +1,235 @@
+"""The pod garbage collector (upstream's ``pkg/controller/podgc``).
+
+Every 20 s (``gcCheckPeriod``, measured from the end of the previous pass) it force-deletes:
+
+- terminated pods (phase neither Pending, Running nor Unknown) beyond
+  ``--terminated-pod-gc-threshold`` (12500; 0 turns it off), evicted first, then oldest;
+- terminating pods on a node that is not Ready and has the ``out-of-service`` taint;
+- orphaned pods, bound to a node that does not exist. A missing node is quarantined for
+  40 s (``quarantineTime``) and then checked with a GET, so a node that the informer has
+  not seen yet is not taken for deleted. Orphans are marked ``DisruptionTarget``
+  (``DeletionByPodGC``) before they go;
+- terminating pods never bound to a node.
+
+Before a delete, a pod that is not Succeeded or Failed is patched to phase Failed; the delete
+has grace period 0 because no kubelet is left to finish it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter
+
+from taintplane.api.decoding import format_time
+from taintplane.api.wellknown import TAINT_NODE_OUT_OF_SERVICE
+from taintplane.client import ApiError, Client, resource
+from taintplane.client.shared import SharedInformers
+from taintplane.clock import Clock
+
+__all__ = ["GC_CHECK_PERIOD", "QUARANTINE_TIME", "PodGCController"]
+
+log = logging.getLogger(__name__)
+
+PODS = resource("", "v1", "pods")
+NODES = resource("", "v1", "nodes")
+GC_CHECK_PERIOD = 20.0
+QUARANTINE_TIME = 40.0
+CONDITION_REASON = "DeletionByPodGC"
+CONDITION_MESSAGE = "PodGC: node no longer exists"
+
+
+class PodGCMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.deleting = Counter(
+            "force_delete_pods",
+            "Number of pods that are being forcefully deleted since the Pod GC Controller started.",
+            ["namespace", "reason"],
+            subsystem="pod_gc_collector",
+            registry=registry,
+        )
+        self.errors = Counter(
+            "force_delete_pod_errors",
+            "Number of errors encountered when forcefully deleting the pods since the Pod GC "
+            "Controller started.",
+            ["namespace", "reason"],
+            subsystem="pod_gc_collector",
+            registry=registry,
+        )
+
+
+def _phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+def is_terminated(pod: dict[str, Any]) -> bool:
+    # As upstream, a pod without a phase counts as terminated.
+    return _phase(pod) not in ("Pending", "Running", "Unknown")
+
+
+def _eviction_then_age(pod: dict[str, Any]) -> tuple[bool, str, str]:
+    """``byEvictionAndCreationTimestamp``: evicted pods first, then oldest, then by name."""
+    evicted = _phase(pod) == "Failed" and (pod.get("status") or {}).get("reason") == "Evicted"
+    meta = pod["metadata"]
+    return (not evicted, str(meta.get("creationTimestamp", "")), str(meta["name"]))
+
+
+def _node_ready(node: dict[str, Any]) -> bool:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return False
+
+
+class PodGCController:
+    def __init__(
+        self,
+        client: Client,
+        clock: Clock,
+        informers: SharedInformers,
+        *,
+        terminated_pod_threshold: int = 12500,
+        registry: CollectorRegistry | None = None,
+        gc_check_period: float = GC_CHECK_PERIOD,
+        quarantine_time: float = QUARANTINE_TIME,
+    ) -> None:
+        self.client = client
+        self.clock = clock
+        self.pods = informers.pods
+        self.nodes = informers.nodes
+        self.threshold = terminated_pod_threshold
+        self.period = gc_check_period
+        self.quarantine_time = quarantine_time
+        self.metrics = PodGCMetrics(registry or CollectorRegistry())
+        #: Nodes seen missing, with the instant they may be checked (the delaying queue).
+        self.quarantine: dict[str, datetime] = {}
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.gc()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # one failed pass must not stop the collector
+                log.exception("pod garbage collection failed")
+            await self.clock.sleep(self.period)
+
+    async def gc(self) -> None:
+        pods = list(self.pods.cache.values())
+        if self.threshold > 0:
+            await self._gc_terminated(pods)
+        await self._gc_terminating(pods)
+        await self._gc_orphaned(pods)
+        await self._gc_unscheduled_terminating(pods)
+
+    async def _gc_terminated(self, pods: list[dict[str, Any]]) -> None:
+        terminated = [p for p in pods if is_terminated(p)]
+        excess = len(terminated) - self.threshold
+        if excess <= 0:
+            return
+        log.info("Garbage collecting %d pods", excess)
+        terminated.sort(key=_eviction_then_age)
+        await self._delete_all(terminated[:excess], "terminated")
+
+    async def _gc_terminating(self, pods: list[dict[str, Any]]) -> None:
+        doomed = []
+        for pod in pods:
+            if not pod["metadata"].get("deletionTimestamp"):
+                continue
+            node = self.nodes.get(str((pod.get("spec") or {}).get("nodeName") or ""))
+            if node is None:
+                continue
+            taints = (node.get("spec") or {}).get("taints") or []
+            out_of_service = any(t.get("key") == TAINT_NODE_OUT_OF_SERVICE for t in taints)
+            if out_of_service and not _node_ready(node):
+                doomed.append(pod)
+        doomed.sort(key=_eviction_then_age)
+        await self._delete_all(doomed, "out-of-service")
+
+    async def _gc_orphaned(self, pods: list[dict[str, Any]]) -> None:
+        existing = set(self.nodes.cache)
+        now = self.clock.now()
+        ready_at = now + timedelta(seconds=self.quarantine_time)
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and node not in existing:
+                # A delaying queue keeps the earliest instant an item was asked for.
+                self.quarantine[node] = min(self.quarantine.get(node, ready_at), ready_at)
+        deleted: set[str] = set()
+        for node, due in list(self.quarantine.items()):
+            if due > now:
+                continue
+            del self.quarantine[node]
+            if node in existing:
+                continue
+            try:
+                await self.client.get(NODES, node)
+            except ApiError as error:
+                if error.code == 404:
+                    deleted.add(node)
+                else:  # the node is queued again next pass if pods still name it
+                    log.error("Error while getting node %s: %s", node, error)
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": CONDITION_REASON,
+            "message": CONDITION_MESSAGE,
+        }
+        orphans = [p for p in pods if (p.get("spec") or {}).get("nodeName") in deleted]
+        await self._delete_all(orphans, "orphaned", condition)
+
+    async def _gc_unscheduled_terminating(self, pods: list[dict[str, Any]]) -> None:
+        doomed = [
+            p
+            for p in pods
+            if p["metadata"].get("deletionTimestamp") and not (p.get("spec") or {}).get("nodeName")
+        ]
+        await self._delete_all(doomed, "unscheduled")
+
+    async def _delete_all(
+        self, pods: list[dict[str, Any]], reason: str, condition: dict[str, Any] | None = None
+    ) -> None:
+        async def one(pod: dict[str, Any]) -> None:
+            namespace = pod["metadata"]["namespace"]
+            self.metrics.deleting.labels(namespace, reason).inc()
+            try:
+                await self.mark_failed_and_delete(pod, condition)
+            except ApiError as error:
+                self.metrics.errors.labels(namespace, reason).inc()
+                log.info("force-deleting %s/%s: %s", namespace, pod["metadata"]["name"], error)
+
+        await asyncio.gather(*(one(pod) for pod in pods))
+
+    async def mark_failed_and_delete(
+        self, pod: dict[str, Any], condition: dict[str, Any] | None = None
+    ) -> None:
+        meta = pod["metadata"]
+        log.info("PodGC is force deleting Pod %s/%s", meta["namespace"], meta["name"])
+        if _phase(pod) not in ("Succeeded", "Failed"):
+            # No kubelet may be left to move an orphan out of Running.
+            status: dict[str, Any] = {"phase": "Failed"}
+            if condition is not None:
+                status["conditions"] = [self._updated_condition(pod, condition)]
+            await self.client.patch(
+                PODS,
+                meta["name"],
+                {"metadata": {"uid": meta.get("uid")}, "status": status},
+                namespace=meta["namespace"],
+                patch_type="strategic",
+                subresource="status",
+            )
+        await self.client.delete(PODS, meta["name"], meta["namespace"], grace_period=0)
+
+    def _updated_condition(self, pod: dict[str, Any], condition: dict[str, Any]) -> dict[str, Any]:
+        """``UpdatePodCondition``: the transition time moves only when the status changes."""
+        for existing in (pod.get("status") or {}).get("conditions") or []:
+            if existing.get("type") == condition["type"]:
+                if existing.get("status") == condition["status"] and existing.get(
+                    "lastTransitionTime"
+                ):
+                    return {**condition, "lastTransitionTime": existing["lastTransitionTime"]}
+                break
+        return {**condition, "lastTransitionTime": format_time(self.clock.now())}
