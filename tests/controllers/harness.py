@@ -8,7 +8,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from taintplane.agents.kubelet import Kubelets
+from taintplane.agents.nodes import NodeShape
 from taintplane.client import ApiError, Client, resource
+from taintplane.controllers.manager import ControllerConfig
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import Cluster, in_process_cluster
 
@@ -41,6 +44,23 @@ class Sim:
 
     async def advance_to(self, seconds: float) -> None:
         await self.clock.advance(seconds - self.clock.monotonic())
+
+    @property
+    def kubelets(self) -> Kubelets:
+        assert self.cluster.kubelets is not None, "run the agents component"
+        return self.cluster.kubelets
+
+    async def node(self, name: str) -> dict[str, Any]:
+        return await self.client.get(NODES, name)
+
+    async def node_condition(self, name: str, type_: str) -> dict[str, Any] | None:
+        node = await self.node(name)
+        found = [c for c in node["status"].get("conditions", []) if c["type"] == type_]
+        return found[0] if found else None
+
+    async def node_taints(self, name: str) -> list[dict[str, Any]]:
+        node = await self.node(name)
+        return list(node["spec"].get("taints") or [])
 
     async def create_node(self, node: dict[str, Any]) -> dict[str, Any]:
         status = node.pop("status", None)
@@ -88,10 +108,16 @@ def simulate(
     *,
     components: tuple[str, ...] = ("controller-manager",),
     controllers: tuple[str, ...] | None = None,
+    nodes: list[NodeShape] | None = None,
+    controller_config: ControllerConfig | None = None,
 ) -> None:
     async def main() -> None:
         clock = VirtualClock(START)
-        kwargs: dict[str, Any] = {"components": components}
+        kwargs: dict[str, Any] = {
+            "components": components,
+            "nodes": nodes,
+            "controller_config": controller_config,
+        }
         if controllers is not None:
             kwargs["controllers"] = controllers
         async with in_process_cluster(tmp_path, clock, **kwargs) as cluster:

@@ -19,6 +19,7 @@ from taintplane.client import Client
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
 from taintplane.controllers.daemonset import DaemonSetController
+from taintplane.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from taintplane.controllers.podgc import PodGCController
 from taintplane.controllers.tainteviction import TaintEvictionController
 
@@ -37,6 +38,7 @@ class ControllerConfig:
     #: Which controllers run (kube-controller-manager's names).
     controllers: Sequence[str] | None = None  # None: every controller
     extra: dict[str, Any] = field(default_factory=dict)
+    node_lifecycle: NodeLifecycleConfig = field(default_factory=NodeLifecycleConfig)
 
 
 class ControllerManager:
@@ -90,6 +92,12 @@ def _taint_eviction(m: ControllerManager) -> Controller:
     )
 
 
+def _node_lifecycle(m: ControllerManager) -> Controller:
+    return NodeLifecycleController(
+        m.client, m.clock, m.informers, m.config.node_lifecycle, registry=m.registry
+    )
+
+
 def _daemonset(m: ControllerManager) -> Controller:
     return DaemonSetController(
         m.client,
@@ -108,6 +116,7 @@ def _podgc(m: ControllerManager) -> Controller:
 
 _FACTORIES: dict[str, Factory] = {
     "taint-eviction-controller": _taint_eviction,
+    "node-lifecycle-controller": _node_lifecycle,
     "daemonset-controller": _daemonset,
     "pod-garbage-collector-controller": _podgc,
 }

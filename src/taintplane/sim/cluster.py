@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 import uvicorn
 
+from taintplane.agents.kubelet import KubeletConfig, Kubelets
+from taintplane.agents.nodes import NodeShape
 from taintplane.api.features import FeatureGates
 from taintplane.apiserver.app import APIServer
 from taintplane.client import Client, InProcessTransport
@@ -68,9 +70,13 @@ class ClusterConfig:
     synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
     features: FeatureGates = field(default_factory=FeatureGates)
     #: Components to run beside the API server (``serve`` runs none).
-    components: tuple[str, ...] = ("scheduler", "controller-manager")
+    components: tuple[str, ...] = ("scheduler", "controller-manager", "agents")
     #: The controllers the controller manager runs.
     controllers: tuple[str, ...] = ALL_CONTROLLERS
+    #: Simulated nodes registered at start-up (by the "agents" component).
+    nodes: list[NodeShape] = field(default_factory=list)
+    kubelet: KubeletConfig = field(default_factory=KubeletConfig)
+    controller_config: ControllerConfig | None = None
 
 
 class Cluster:
@@ -87,6 +93,7 @@ class Cluster:
         self.client: Client | None = None
         self.scheduler: Scheduler | None = None
         self.controller_manager: ControllerManager | None = None
+        self.kubelets: Kubelets | None = None
         self._components: list[asyncio.Task[None]] = []
 
     @property
@@ -141,14 +148,16 @@ class Cluster:
             self.scheduler = Scheduler(self.client, self.clock, features=self.config.features)
             self._spawn(self.scheduler.run(), "scheduler")
         if "controller-manager" in self.config.components:
-            self.controller_manager = ControllerManager(
-                self.client,
-                self.clock,
-                ControllerConfig(
-                    features=self.config.features, controllers=self.config.controllers
-                ),
-            )
+            controller_config = self.config.controller_config or ControllerConfig()
+            controller_config.features = self.config.features
+            if controller_config.controllers is None:
+                controller_config.controllers = self.config.controllers
+            self.controller_manager = ControllerManager(self.client, self.clock, controller_config)
             self._spawn(self.controller_manager.run(), "controller-manager")
+        if "agents" in self.config.components:
+            self.kubelets = Kubelets(self.client, self.clock, config=self.config.kubelet)
+            await self.kubelets.add(self.config.nodes)
+            self._spawn(self.kubelets.run(), "agents")
         config = uvicorn.Config(
             self.apiserver.app,
             log_level="warning",
@@ -244,9 +253,11 @@ async def in_process_cluster(
     data_dir: Path,
     clock: Clock,
     *,
-    components: tuple[str, ...] = ("scheduler", "controller-manager"),
+    components: tuple[str, ...] = ("scheduler", "controller-manager", "agents"),
     controllers: tuple[str, ...] = ALL_CONTROLLERS,
     features: FeatureGates | None = None,
+    nodes: list[NodeShape] | None = None,
+    controller_config: ControllerConfig | None = None,
 ) -> AsyncIterator[Cluster]:
     """A cluster on the caller's event loop with no HTTP listener: components talk through
     the in-process transport, and a virtual clock drives everything deterministically."""
@@ -256,6 +267,8 @@ async def in_process_cluster(
         features=features or FeatureGates(),
         components=components,
         controllers=controllers,
+        nodes=list(nodes or []),
+        controller_config=controller_config,
     )
     cluster = Cluster(config, clock)
     await cluster.start(listen=False)

@@ -1,0 +1,485 @@
+"""The node lifecycle controller (upstream ``nodelifecycle``), on a clock.
+
+Every ``node_monitor_period`` it reviews each node's health: a node whose Lease and Ready
+heartbeat have not moved for ``node_monitor_grace_period`` (``node_startup_grace_period``
+if it never posted status) has Ready, MemoryPressure, DiskPressure and PIDPressure set to
+Unknown. On the *next* review — upstream acts on the condition it observed before this
+review's own change — a node that is not Ready is queued for a NoExecute taint
+(``node.kubernetes.io/not-ready`` or ``unreachable``); queues are per zone and rate-limited
+according to the zone's health, and when every zone is fully disrupted nothing is tainted and
+existing NoExecute condition taints are lifted. On every node change the NoSchedule taints
+that mirror conditions (and ``unschedulable``) are reconciled.
+
+Upstream re-tries its rate-limited queues every 100 ms; we wake exactly when a token or an
+item falls due, which is the same up to that tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from taintplane.api.decoding import format_time
+from taintplane.api.wellknown import TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE
+from taintplane.client import ApiError, Client, resource
+from taintplane.client.events import EventRecorder
+from taintplane.client.shared import SharedInformers
+from taintplane.client.workqueue import WorkQueue
+from taintplane.clock import Clock
+from taintplane.controllers.nodelifecycle.conditions import (
+    ready_condition,
+    schedule_taints_wanted,
+)
+from taintplane.controllers.nodelifecycle.health import NodeHealthTracker
+from taintplane.controllers.nodelifecycle.queue import RateLimitedTimedQueue, TimedValue
+from taintplane.controllers.nodelifecycle.taints import has_taint, swap_taints
+
+__all__ = ["NodeLifecycleConfig", "NodeLifecycleController", "ZoneState", "zone_key"]
+
+log = logging.getLogger(__name__)
+
+NODES = resource("", "v1", "nodes")
+PODS = resource("", "v1", "pods")
+COMPONENT = "node-controller"
+NO_EXECUTE = "NoExecute"
+EXCLUDE_DISRUPTION_LABEL = "node.kubernetes.io/exclude-disruption"
+
+
+class ZoneState(enum.StrEnum):
+    INITIAL = "Initial"
+    NORMAL = "Normal"
+    FULL_DISRUPTION = "FullDisruption"
+    PARTIAL_DISRUPTION = "PartialDisruption"
+
+
+@dataclass
+class NodeLifecycleConfig:
+    """kube-controller-manager's flags, with their defaults."""
+
+    node_monitor_period: float = 5.0
+    node_monitor_grace_period: float = 50.0
+    node_startup_grace_period: float = 60.0
+    node_eviction_rate: float = 0.1
+    secondary_node_eviction_rate: float = 0.01
+    large_cluster_size_threshold: int = 50
+    unhealthy_zone_threshold: float = 0.55
+
+
+def zone_key(node: dict[str, Any]) -> str:
+    """``GetZoneKey``: region and zone labels (beta ones first), or "" without either."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    zone = labels.get(
+        "failure-domain.beta.kubernetes.io/zone", labels.get("topology.kubernetes.io/zone", "")
+    )
+    region = labels.get(
+        "failure-domain.beta.kubernetes.io/region",
+        labels.get("topology.kubernetes.io/region", ""),
+    )
+    if not region and not zone:
+        return ""
+    return f"{region}:\x00:{zone}"
+
+
+@dataclass
+class _Metrics:
+    registry: CollectorRegistry
+    zone_health: Gauge = field(init=False)
+    zone_size: Gauge = field(init=False)
+    unhealthy: Gauge = field(init=False)
+    evictions: Counter = field(init=False)
+
+    def __post_init__(self) -> None:
+        sub, reg = "node_collector", self.registry
+        self.zone_health = Gauge(
+            "zone_health",
+            "Gauge measuring percentage of healthy nodes per zone.",
+            ["zone"],
+            subsystem=sub,
+            registry=reg,
+        )
+        self.zone_size = Gauge(
+            "zone_size",
+            "Gauge measuring number of registered Nodes per zones.",
+            ["zone"],
+            subsystem=sub,
+            registry=reg,
+        )
+        self.unhealthy = Gauge(
+            "unhealthy_nodes_in_zone",
+            "Gauge measuring number of not Ready Nodes per zones.",
+            ["zone"],
+            subsystem=sub,
+            registry=reg,
+        )
+        self.evictions = Counter(
+            "evictions",
+            "Number of Node evictions that happened since current instance of NodeController "
+            "started.",
+            ["zone"],
+            subsystem=sub,
+            registry=reg,
+        )
+
+
+class NodeLifecycleController:
+    def __init__(
+        self,
+        client: Client,
+        clock: Clock,
+        informers: SharedInformers,
+        config: NodeLifecycleConfig | None = None,
+        *,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.client = client
+        self.clock = clock
+        self.config = config or NodeLifecycleConfig()
+        self.nodes = informers.nodes
+        self.pods = informers.pods
+        self.leases = informers.informer("coordination.k8s.io", "v1", "leases")
+        self.recorder = EventRecorder(client, clock, COMPONENT)
+        self.metrics = _Metrics(registry or CollectorRegistry())
+        self.health = NodeHealthTracker(self.config)
+        self.known: dict[str, dict[str, Any]] = {}
+        self.zone_states: dict[str, ZoneState] = {}
+        self.tainters: dict[str, RateLimitedTimedQueue] = {}
+        self._wake = asyncio.Event()
+        self._background: set[asyncio.Future[None]] = set()
+        self.node_queue = WorkQueue(clock, name="node-lifecycle-nodes")
+        self.nodes.add_handlers(
+            lambda n: self.node_queue.add(n["metadata"]["name"]),
+            lambda old, new: self.node_queue.add(new["metadata"]["name"]),
+        )
+        self.pods.add_handlers(self._pod_changed, self._pod_updated)
+
+    # ---- running -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        tasks = [
+            asyncio.create_task(self.node_queue.run(self._no_schedule_pass), name="nlc-taints"),
+            asyncio.create_task(self._tainting_loop(), name="nlc-no-execute"),
+        ]
+        try:
+            while True:
+                await self.monitor_node_health()
+                await self.clock.sleep(self.config.node_monitor_period)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # ---- NoSchedule taints that mirror conditions --------------------------------------------
+
+    async def _no_schedule_pass(self, name: str) -> None:
+        node = self.nodes.get(name)
+        if node is None:
+            return
+        add, remove = schedule_taints_wanted(node)
+        if add or remove:
+            await swap_taints(self.client, node, add, remove, self.clock.now())
+
+    # ---- pods bound to nodes that are not ready ----------------------------------------------
+
+    def _pod_changed(self, pod: dict[str, Any]) -> None:
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name:
+            return
+        node = self.nodes.get(node_name)
+        ready = ready_condition(node) if node else None
+        if node is not None and (ready is None or ready.get("status") != "True"):
+            task = asyncio.ensure_future(self.mark_pods_not_ready([pod], node_name))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if (old.get("spec") or {}).get("nodeName") != (new.get("spec") or {}).get("nodeName"):
+            self._pod_changed(new)
+
+    async def mark_pods_not_ready(self, pods: list[dict[str, Any]], node_name: str) -> None:
+        """``MarkPodsNotReady``: Ready=False on each pod of the node (reason kept), with a
+        ``NodeNotReady`` event."""
+        for pod in pods:
+            if (pod.get("spec") or {}).get("nodeName") != node_name:
+                continue
+            conditions = (pod.get("status") or {}).get("conditions") or []
+            ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+            if ready is None or ready.get("status") == "False":
+                continue
+            meta = pod["metadata"]
+            patch = {
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            "status": "False",
+                            "lastTransitionTime": format_time(self.clock.now()),
+                        }
+                    ]
+                }
+            }
+            try:
+                await self.client.patch(
+                    PODS,
+                    meta["name"],
+                    patch,
+                    namespace=meta["namespace"],
+                    patch_type="strategic",
+                    subresource="status",
+                )
+            except ApiError as error:
+                if error.code == 404:
+                    continue
+                raise
+            await self.recorder.event(pod, "Warning", "NodeNotReady", "Node is not ready")
+
+    # ---- health ------------------------------------------------------------------------------
+
+    async def monitor_node_health(self) -> None:
+        nodes = list(self.nodes.cache.values())
+        names = {n["metadata"]["name"] for n in nodes}
+        for node in nodes:
+            name = node["metadata"]["name"]
+            self._zone_for(node)
+            if name not in self.known:
+                self.known[name] = node
+                await self._node_event(
+                    node, "RegisteredNode", f"Registered Node {name} in Controller"
+                )
+                await self.mark_node_as_reachable(node)
+        for name in [n for n in self.known if n not in names]:
+            gone = self.known.pop(name)
+            self.health.forget(name)
+            await self._node_event(gone, "RemovingNode", f"Removing Node {name} from Controller")
+
+        zone_conditions: dict[str, list[dict[str, Any] | None]] = {}
+        for cached in nodes:
+            updated, observed, current = await self._update_health(cached)
+            if updated is None:
+                continue
+            node = updated
+            labels = node["metadata"].get("labels") or {}
+            if EXCLUDE_DISRUPTION_LABEL not in labels:
+                zone_conditions.setdefault(zone_key(node), []).append(current)
+            if current is None:
+                continue
+            await self._taint_based_eviction(node, observed)
+            if current.get("status") != "True" and observed.get("status") == "True":
+                name = node["metadata"]["name"]
+                await self._node_event(node, "NodeNotReady", "", status_change=True)
+                await self.mark_pods_not_ready(self.pods.by_index("node", name), name)
+        await self._handle_disruption(zone_conditions, nodes)
+        self._wake.set()
+
+    async def _update_health(
+        self, node: dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, dict[str, Any], dict[str, Any] | None]:
+        """``tryUpdateNodeHealth`` with upstream's retries on conflict."""
+        for _ in range(5):
+            name = node["metadata"]["name"]
+            lease = self.leases.get(f"kube-node-lease/{name}")
+            observed, current, updated = self.health.review(node, lease, self.clock.now())
+            if updated is None:
+                return node, observed, current
+            try:
+                fresh = await self.client.update(NODES, updated, subresource="status")
+                self.health.written(name, fresh, self.clock.now())
+                return fresh, observed, current
+            except ApiError as error:
+                if error.code == 404:
+                    return None, observed, current
+                if error.code != 409:
+                    log.info("updating the health of node %s failed: %s", name, error)
+                    return None, observed, current
+                try:
+                    node = await self.client.get(NODES, name)
+                except ApiError:
+                    return None, observed, current
+        return None, {}, None
+
+    async def _node_event(
+        self, node: dict[str, Any], reason: str, what: str, *, status_change: bool = False
+    ) -> None:
+        name = node["metadata"]["name"]
+        reference = {
+            "kind": "Node",
+            "name": name,
+            "uid": node["metadata"].get("uid", ""),
+            "apiVersion": "v1",
+        }
+        message = (
+            f"Node {name} status is now: {reason}"
+            if status_change
+            else f"Node {name} event: {what}"
+        )
+        await self.recorder.event(node, "Normal", reason, message, reference=reference)
+
+    # ---- NoExecute tainting ------------------------------------------------------------------
+
+    def _zone_for(self, node: dict[str, Any]) -> RateLimitedTimedQueue:
+        zone = zone_key(node)
+        tainter = self.tainters.get(zone)
+        if tainter is None:
+            tainter = RateLimitedTimedQueue(self.clock, self.config.node_eviction_rate)
+            self.tainters[zone] = tainter
+            self.zone_states[zone] = ZoneState.INITIAL
+            self.metrics.evictions.labels(zone).inc(0)
+        return tainter
+
+    async def _taint_based_eviction(self, node: dict[str, Any], observed: dict[str, Any]) -> None:
+        status = observed.get("status")
+        now = self.clock.now()
+        if status == "False":
+            if has_taint(node, TAINT_NODE_UNREACHABLE, NO_EXECUTE):
+                await swap_taints(
+                    self.client,
+                    node,
+                    [(TAINT_NODE_NOT_READY, NO_EXECUTE)],
+                    [(TAINT_NODE_UNREACHABLE, NO_EXECUTE)],
+                    now,
+                )
+            else:
+                self._mark_for_tainting(node, TAINT_NODE_NOT_READY)
+        elif status == "Unknown":
+            if has_taint(node, TAINT_NODE_NOT_READY, NO_EXECUTE):
+                await swap_taints(
+                    self.client,
+                    node,
+                    [(TAINT_NODE_UNREACHABLE, NO_EXECUTE)],
+                    [(TAINT_NODE_NOT_READY, NO_EXECUTE)],
+                    now,
+                )
+            else:
+                self._mark_for_tainting(node, TAINT_NODE_UNREACHABLE)
+        elif status == "True":
+            await self.mark_node_as_reachable(node)
+
+    def _mark_for_tainting(self, node: dict[str, Any], key: str) -> bool:
+        tainter = self._zone_for(node)
+        name = node["metadata"]["name"]
+        if not has_taint(node, key, NO_EXECUTE):
+            tainter.remove(name)
+        added = tainter.add(name, str(node["metadata"].get("uid", "")))
+        self._wake.set()
+        return added
+
+    async def mark_node_as_reachable(self, node: dict[str, Any]) -> bool:
+        remove = [
+            (key, NO_EXECUTE)
+            for key in (TAINT_NODE_UNREACHABLE, TAINT_NODE_NOT_READY)
+            if has_taint(node, key, NO_EXECUTE)
+        ]
+        if remove:
+            await swap_taints(self.client, node, [], remove, self.clock.now())
+        return self._zone_for(node).remove(node["metadata"]["name"])
+
+    async def _taint_one(self, item: TimedValue) -> tuple[bool, float]:
+        node = self.nodes.get(item.value)
+        if node is None:
+            return True, 0.0
+        ready = ready_condition(node)
+        if ready is None:
+            return False, 0.05
+        status = ready.get("status")
+        if status == "False":
+            add, opposite = TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE
+        elif status == "Unknown":
+            add, opposite = TAINT_NODE_UNREACHABLE, TAINT_NODE_NOT_READY
+        else:
+            return True, 0.0  # ready again: nothing to do
+        done = await swap_taints(
+            self.client, node, [(add, NO_EXECUTE)], [(opposite, NO_EXECUTE)], self.clock.now()
+        )
+        if done:
+            self.metrics.evictions.labels(zone_key(node)).inc()
+        return done, 0.0
+
+    async def _tainting_loop(self) -> None:
+        while True:
+            self._wake.clear()
+            for tainter in list(self.tainters.values()):
+                await tainter.try_each(self._taint_one)
+            waits = [w for t in self.tainters.values() if (w := t.next_due()) is not None]
+            if not waits:
+                await self._wake.wait()
+                continue
+            sleeper = asyncio.ensure_future(self.clock.sleep(max(min(waits), 0.0)))
+            woken = asyncio.ensure_future(self._wake.wait())
+            await asyncio.wait({sleeper, woken}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (sleeper, woken):
+                task.cancel()
+
+    # ---- zones -------------------------------------------------------------------------------
+
+    def compute_zone_state(self, conditions: list[dict[str, Any] | None]) -> tuple[int, ZoneState]:
+        ready = sum(1 for c in conditions if c is not None and c.get("status") == "True")
+        not_ready = len(conditions) - ready
+        if ready == 0 and not_ready > 0:
+            return not_ready, ZoneState.FULL_DISRUPTION
+        if (
+            not_ready > 2
+            and not_ready / (not_ready + ready) >= self.config.unhealthy_zone_threshold
+        ):
+            return not_ready, ZoneState.PARTIAL_DISRUPTION
+        return not_ready, ZoneState.NORMAL
+
+    def _rate_for(self, state: ZoneState, zone_size: int) -> float:
+        if state == ZoneState.PARTIAL_DISRUPTION:
+            if zone_size > self.config.large_cluster_size_threshold:
+                return self.config.secondary_node_eviction_rate
+            return 0.0
+        return self.config.node_eviction_rate  # Normal, and FullDisruption of one zone
+
+    async def _handle_disruption(
+        self, zone_conditions: dict[str, list[dict[str, Any] | None]], nodes: list[dict[str, Any]]
+    ) -> None:
+        new_states: dict[str, ZoneState] = {}
+        all_fully_disrupted = True
+        for zone, conditions in zone_conditions.items():
+            unhealthy, state = self.compute_zone_state(conditions)
+            size = len(conditions)
+            self.metrics.zone_size.labels(zone).set(size)
+            self.metrics.unhealthy.labels(zone).set(unhealthy)
+            self.metrics.zone_health.labels(zone).set(
+                100.0 * (size - unhealthy) / size if size else 100.0
+            )
+            if state != ZoneState.FULL_DISRUPTION:
+                all_fully_disrupted = False
+            new_states[zone] = state
+            self.zone_states.setdefault(zone, ZoneState.INITIAL)
+        all_were_fully_disrupted = True
+        for zone in list(self.zone_states):
+            if zone not in zone_conditions:
+                del self.zone_states[zone]
+                self.tainters.pop(zone, None)
+                continue
+            if self.zone_states[zone] != ZoneState.FULL_DISRUPTION:
+                all_were_fully_disrupted = False
+        if all_fully_disrupted and all_were_fully_disrupted:
+            return
+        if all_fully_disrupted:
+            log.info("all nodes are not ready: entering master disruption mode")
+            for node in nodes:
+                await self.mark_node_as_reachable(node)
+            for zone in self.zone_states:
+                self.tainters[zone].swap_limiter(0.0)
+                self.zone_states[zone] = ZoneState.FULL_DISRUPTION
+            return
+        if all_were_fully_disrupted:
+            log.info("some nodes are ready: exiting master disruption mode")
+            self.health.restart_all(self.clock.now())
+            for zone in self.zone_states:
+                rate = self._rate_for(new_states[zone], len(zone_conditions[zone]))
+                self.tainters[zone].swap_limiter(rate)
+                self.zone_states[zone] = new_states[zone]
+            return
+        for zone, state in list(self.zone_states.items()):
+            new = new_states[zone]
+            if state == new:
+                continue
+            self.tainters[zone].swap_limiter(self._rate_for(new, len(zone_conditions[zone])))
+            self.zone_states[zone] = new

@@ -1,0 +1,152 @@
+"""Rate limiting of NoExecute tainting: a token bucket and upstream's RateLimitedTimedQueue.
+
+Semantics kept from upstream (``nodelifecycle/scheduler/rate_limited_queue.go``):
+
+- The bucket holds at most one token (burst 1) and starts full; a rate of 0 never admits.
+- ``try_each`` takes a token *before* looking at the head's due time (a head that is not yet
+  due still spends one), stops at the first refusal, and re-queues a failed item after the
+  wait it asks for.
+- An item processed successfully leaves the queue but stays in the set, so it cannot be
+  added again until it is explicitly removed (the node became healthy, or lost its taint).
+- Swapping in a new rate keeps a drained bucket drained.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from taintplane.clock import Clock
+
+__all__ = ["RateLimitedTimedQueue", "TimedValue", "TokenBucket"]
+
+
+class TokenBucket:
+    """A token bucket on a clock; ``qps`` ≤ 0 is upstream's "never" limiter."""
+
+    def __init__(self, clock: Clock, qps: float, burst: int = 1) -> None:
+        self.clock = clock
+        self.qps = qps
+        self.burst = burst
+        self._tokens = float(burst)
+        self._last = clock.monotonic()
+
+    def _refill(self) -> None:
+        now = self.clock.monotonic()
+        if self.qps > 0:
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
+
+    def try_accept(self) -> bool:
+        if self.qps <= 0:
+            return False
+        self._refill()
+        if self._tokens >= 1.0 - 1e-9:
+            self._tokens = max(0.0, self._tokens - 1.0)
+            return True
+        return False
+
+    def seconds_until_token(self) -> float | None:
+        """How long until a token is available (None: never)."""
+        if self.qps <= 0:
+            return None
+        self._refill()
+        missing = 1.0 - self._tokens
+        return 0.0 if missing <= 1e-9 else missing / self.qps
+
+
+@dataclass(order=True)
+class TimedValue:
+    process_at: datetime
+    sequence: int
+    value: str
+    uid: str = ""
+    added_at: datetime | None = None
+
+
+class RateLimitedTimedQueue:
+    def __init__(self, clock: Clock, qps: float) -> None:
+        self.clock = clock
+        self.limiter = TokenBucket(clock, qps)
+        self._heap: list[TimedValue] = []
+        self._set: set[str] = set()
+        self._order = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def __contains__(self, value: str) -> bool:
+        return value in self._set
+
+    def add(self, value: str, uid: str = "") -> bool:
+        if value in self._set:
+            return False
+        now = self.clock.now()
+        heapq.heappush(self._heap, TimedValue(now, next(self._order), value, uid, now))
+        self._set.add(value)
+        return True
+
+    def remove(self, value: str) -> bool:
+        """Forget the value entirely (it may be added again)."""
+        if value not in self._set:
+            return False
+        self._set.discard(value)
+        self._drop_from_heap(value)
+        return True
+
+    def _drop_from_heap(self, value: str) -> None:
+        kept = [item for item in self._heap if item.value != value]
+        if len(kept) != len(self._heap):
+            self._heap = kept
+            heapq.heapify(self._heap)
+
+    def swap_limiter(self, qps: float) -> None:
+        if self.limiter.qps == qps:
+            return
+        fresh = TokenBucket(self.clock, qps)
+        if qps > 0 and not self.limiter.try_accept():
+            fresh.try_accept()  # we were waiting on the old bucket: start the new one drained
+        self.limiter = fresh
+
+    async def try_each(self, work: Callable[[TimedValue], Awaitable[tuple[bool, float]]]) -> None:
+        """Process due items while tokens last; ``work`` says (done, retry after seconds)."""
+        while self._heap:
+            head = self._heap[0]
+            if not self.limiter.try_accept():
+                return
+            now = self.clock.now()
+            if now < head.process_at:
+                return
+            done, wait = await work(head)
+            if head.value not in self._set or not self._heap or self._heap[0] is not head:
+                # Removed (or re-added) while we worked on it.
+                self._drop_exact(head)
+                continue
+            heapq.heappop(self._heap)
+            if not done:
+                retry = TimedValue(
+                    now + timedelta(seconds=wait + 1e-9),
+                    next(self._order),
+                    head.value,
+                    head.uid,
+                    head.added_at,
+                )
+                heapq.heappush(self._heap, retry)
+
+    def _drop_exact(self, item: TimedValue) -> None:
+        if item in self._heap:
+            self._heap.remove(item)
+            heapq.heapify(self._heap)
+
+    def next_due(self) -> float | None:
+        """Seconds until :meth:`try_each` could make progress (None: it never will)."""
+        if not self._heap:
+            return None
+        token = self.limiter.seconds_until_token()
+        if token is None:
+            return None
+        head = (self._heap[0].process_at - self.clock.now()).total_seconds()
+        return max(token, head, 0.0)
