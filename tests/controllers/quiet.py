@@ -23,7 +23,7 @@ class _TrackingExecutor(concurrent.futures.ThreadPoolExecutor):
         super().__init__(max_workers=4, thread_name_prefix="test-reads")
         self.inflight: set[concurrent.futures.Future[Any]] = set()
 
-    def submit(  # type: ignore[override]
+    def submit(
         self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
     ) -> concurrent.futures.Future[Any]:
         future = super().submit(fn, *args, **kwargs)

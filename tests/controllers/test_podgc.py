@@ -1,0 +1,144 @@
+"""The pod garbage collector on virtual time: orphans after the quarantine with the exact
+condition, the terminated-pod threshold and unscheduled terminating pods."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import generate_latest
+
+from taintplane.controllers.podgc import PodGCController
+from tests.controllers.harness import NODES, PODS, Sim, at, simulate
+from tests.controllers.quiet import track_thread_reads
+from tests.scheduler.builders import make_node, make_pod
+
+ONLY = ("pod-garbage-collector-controller",)
+KEEP = "example.com/keep"  # a finalizer, so a deleted pod can still be read
+
+
+def run(tmp_path: Path, scenario: Callable[[Sim], Awaitable[None]]) -> None:
+    async def quiet_scenario(sim: Sim) -> None:
+        track_thread_reads(sim.clock)
+        await scenario(sim)
+
+    simulate(tmp_path, quiet_scenario, controllers=ONLY)
+
+
+def controller(sim: Sim) -> PodGCController:
+    manager = sim.cluster.controller_manager
+    assert manager is not None
+    found = manager.controllers["pod-garbage-collector-controller"]
+    assert isinstance(found, PodGCController)
+    return found
+
+
+def kept(pod: dict[str, Any]) -> dict[str, Any]:
+    pod["metadata"]["finalizers"] = [KEEP]
+    return pod
+
+
+async def set_status(sim: Sim, name: str, status: dict[str, Any]) -> None:
+    await sim.client.patch(
+        PODS, name, {"status": status}, namespace="default", subresource="status"
+    )
+
+
+def test_orphan_is_failed_marked_and_force_deleted_after_quarantine(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        await sim.create_node(make_node("n1"))
+        await sim.create_node(make_node("n2"))
+        await sim.create_pod(kept(make_pod("orphan", node_name="n1")))
+        await sim.create_pod(make_pod("plain", node_name="n1"))
+        await sim.create_pod(make_pod("safe", node_name="n2"))
+        await set_status(sim, "orphan", {"phase": "Running"})
+        await sim.advance_to(25)
+        await sim.client.delete(NODES, "n1")
+        # The pass at 40 s finds n1 missing and quarantines it until 80 s.
+        await sim.advance_to(79.999)
+        pod = await sim.pod("orphan")
+        assert pod is not None
+        assert not pod["metadata"].get("deletionTimestamp")
+        assert controller(sim).quarantine == {"n1": at(80)}
+        await sim.advance_to(80)
+        assert await sim.pod("plain") is None  # grace period 0: gone at once
+        assert await sim.pod("safe") is not None
+        pod = await sim.pod("orphan")
+        assert pod is not None
+        assert pod["metadata"]["deletionTimestamp"] == "2026-01-01T00:01:20Z"
+        assert pod["metadata"]["deletionGracePeriodSeconds"] == 0
+        assert pod["status"]["phase"] == "Failed"
+        assert pod["status"]["conditions"] == [
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "lastTransitionTime": "2026-01-01T00:01:20Z",
+                "reason": "DeletionByPodGC",
+                "message": "PodGC: node no longer exists",
+            }
+        ]
+        manager = sim.cluster.controller_manager
+        assert manager is not None
+        metrics = generate_latest(manager.registry).decode()
+        assert (
+            'pod_gc_collector_force_delete_pods_total{namespace="default",reason="orphaned"} 2.0'
+            in metrics
+        )
+
+    run(tmp_path, scenario)
+
+
+def test_node_back_before_the_quarantine_ends_keeps_its_pods(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        await sim.create_node(make_node("n1"))
+        await sim.create_pod(make_pod("web", node_name="n1"))
+        await sim.advance_to(5)
+        await sim.client.delete(NODES, "n1")
+        await sim.advance_to(30)
+        await sim.create_node(make_node("n1"))
+        await sim.advance_to(300)
+        assert await sim.deletion("web") is None
+
+    run(tmp_path, scenario)
+
+
+def test_terminated_pods_beyond_the_threshold_go_evicted_then_oldest(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        controller(sim).threshold = 2
+        await sim.create_node(make_node("n1"))
+        for i, name in enumerate(("a", "b", "c", "d")):
+            await sim.advance_to(i + 1)
+            await sim.create_pod(make_pod(name, node_name="n1"))
+            await set_status(sim, name, {"phase": "Succeeded"})
+        await set_status(sim, "d", {"phase": "Failed", "reason": "Evicted"})
+        await sim.create_pod(make_pod("running", node_name="n1"))
+        await set_status(sim, "running", {"phase": "Running"})
+        await sim.advance_to(20)
+        remaining = sorted(
+            p["metadata"]["name"] for p in (await sim.client.list(PODS, "default"))[0]
+        )
+        assert remaining == ["b", "c", "running"]
+
+    run(tmp_path, scenario)
+
+
+def test_unscheduled_terminating_pod_is_failed_and_force_deleted(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        await sim.create_pod(kept(make_pod("pending")))
+        await sim.advance_to(1)
+        await sim.client.delete(PODS, "pending", "default")
+        pod = await sim.pod("pending")  # unscheduled: the API server gives it no grace
+        assert pod is not None
+        assert pod["status"].get("phase") != "Failed"
+        await sim.advance_to(19.9)
+        assert (await sim.pod("pending") or {})["status"].get("phase") != "Failed"
+        await sim.advance_to(20)
+        pod = await sim.pod("pending")
+        assert pod is not None
+        assert pod["status"]["phase"] == "Failed"
+        assert "conditions" not in pod["status"] or not any(
+            c["type"] == "DisruptionTarget" for c in pod["status"]["conditions"]
+        )
+
+    run(tmp_path, scenario)
