@@ -55,6 +55,14 @@ def make_ds(name: str = "agent", **spec: Any) -> dict[str, Any]:
     }
 
 
+async def add_node(sim: Sim, node: dict[str, Any]) -> None:
+    """Create a node and give it exactly its own taints, as once its kubelet reports Ready and
+    the node lifecycle controller lifts the ``not-ready:NoSchedule`` taint that admission adds
+    (daemon pods do not tolerate that one, as upstream)."""
+    await sim.create_node(node)
+    await sim.taint(node["metadata"]["name"], (node.get("spec") or {}).get("taints"))
+
+
 async def create_ds(sim: Sim, ds: dict[str, Any]) -> dict[str, Any]:
     created = await sim.client.create(DAEMONSETS, ds, namespace="default")
     await sim.advance(0)
@@ -82,24 +90,25 @@ async def ds_status(sim: Sim, name: str = "agent") -> dict[str, Any]:
 
 def test_one_pod_per_node_including_automatically_tolerated_taints(tmp_path: Path) -> None:
     async def scenario(sim: Sim) -> None:
-        await sim.create_node(make_node("plain"))
-        await sim.create_node(
-            make_node("notready", taints=[taint("node.kubernetes.io/not-ready", "NoExecute")])
+        await add_node(sim, make_node("plain"))
+        await add_node(
+            sim, make_node("notready", taints=[taint("node.kubernetes.io/not-ready", "NoExecute")])
         )
-        await sim.create_node(
-            make_node("unreach", taints=[taint("node.kubernetes.io/unreachable", "NoExecute")])
+        await add_node(
+            sim, make_node("unreach", taints=[taint("node.kubernetes.io/unreachable", "NoExecute")])
         )
-        await sim.create_node(
-            make_node("memory", taints=[taint("node.kubernetes.io/memory-pressure")])
+        await add_node(
+            sim, make_node("memory", taints=[taint("node.kubernetes.io/memory-pressure")])
         )
-        await sim.create_node(
+        await add_node(
+            sim,
             make_node(
                 "cordoned", unschedulable=True, taints=[taint("node.kubernetes.io/unschedulable")]
-            )
+            ),
         )
-        await sim.create_node(make_node("dedicated", taints=[taint("dedicated", value="db")]))
-        await sim.create_node(
-            make_node("netdown", taints=[taint("node.kubernetes.io/network-unavailable")])
+        await add_node(sim, make_node("dedicated", taints=[taint("dedicated", value="db")]))
+        await add_node(
+            sim, make_node("netdown", taints=[taint("node.kubernetes.io/network-unavailable")])
         )
         await create_ds(sim, make_ds())
         await sim.advance(1)
@@ -124,8 +133,8 @@ def test_one_pod_per_node_including_automatically_tolerated_taints(tmp_path: Pat
 
 def test_created_pod_carries_tolerations_affinity_owner_and_events(tmp_path: Path) -> None:
     async def scenario(sim: Sim) -> None:
-        await sim.create_node(make_node("n1", labels={"disk": "ssd"}))
-        await sim.create_node(make_node("n2"))
+        await add_node(sim, make_node("n1", labels={"disk": "ssd"}))
+        await add_node(sim, make_node("n2"))
         own = {"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}
         # A template toleration identical to an automatic one is kept once, in its place.
         same = {
@@ -214,12 +223,12 @@ def test_created_pod_carries_tolerations_affinity_owner_and_events(tmp_path: Pat
 
 def test_pods_follow_nodes_added_tainted_and_deleted(tmp_path: Path) -> None:
     async def scenario(sim: Sim) -> None:
-        await sim.create_node(make_node("n1"))
+        await add_node(sim, make_node("n1"))
         await create_ds(sim, make_ds())
         await sim.advance(1)
         assert list(await placement(sim)) == ["n1"]
-        await sim.create_node(make_node("n2"))
-        await sim.create_node(make_node("n3", taints=[taint("dedicated")]))
+        await add_node(sim, make_node("n2"))
+        await add_node(sim, make_node("n3", taints=[taint("dedicated")]))
         await sim.advance(1)
         assert sorted(await placement(sim)) == ["n1", "n2"]
         assert (await ds_status(sim))["desiredNumberScheduled"] == 2
@@ -260,7 +269,7 @@ def test_pods_follow_nodes_added_tainted_and_deleted(tmp_path: Path) -> None:
 
 def test_daemon_pods_survive_an_unreachable_node(tmp_path: Path) -> None:
     async def scenario(sim: Sim) -> None:
-        await sim.create_node(make_node("n1"))
+        await add_node(sim, make_node("n1"))
         await create_ds(sim, make_ds())
         await sim.create_pod(make_pod("web", node_name="n1"))
         await sim.advance(1)
@@ -298,7 +307,7 @@ async def set_phase(sim: Sim, name: str, phase: str, *, ready: bool = False) -> 
 
 def test_failed_daemon_pod_is_replaced_with_backoff(tmp_path: Path) -> None:
     async def scenario(sim: Sim) -> None:
-        await sim.create_node(make_node("n1"))
+        await add_node(sim, make_node("n1"))
         await create_ds(sim, make_ds(terminationGracePeriodSeconds=0))
         await sim.advance_to(10)
         first = (await placement(sim))["n1"]
@@ -331,7 +340,7 @@ def test_failed_daemon_pod_is_replaced_with_backoff(tmp_path: Path) -> None:
 def test_rolling_update_replaces_one_pod_at_a_time(tmp_path: Path) -> None:
     async def scenario(sim: Sim) -> None:
         for name in ("n1", "n2", "n3"):
-            await sim.create_node(make_node(name))
+            await add_node(sim, make_node(name))
         await create_ds(sim, make_ds(terminationGracePeriodSeconds=0))
         await sim.advance(1)
         old = await placement(sim)
