@@ -19,8 +19,10 @@ from taintplane.client import Client
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
 from taintplane.controllers.daemonset import DaemonSetController
+from taintplane.controllers.deployment import DeploymentController
 from taintplane.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from taintplane.controllers.podgc import PodGCController
+from taintplane.controllers.replicaset import ReplicaSetController
 from taintplane.controllers.tainteviction import TaintEvictionController
 
 __all__ = ["ALL_CONTROLLERS", "ControllerConfig", "ControllerManager"]
@@ -116,6 +118,8 @@ def _podgc(m: ControllerManager) -> Controller:
 
 _FACTORIES: dict[str, Factory] = {
     "taint-eviction-controller": _taint_eviction,
+    "replicaset-controller": lambda m: ReplicaSetController(m.client, m.clock, m.informers),
+    "deployment-controller": lambda m: DeploymentController(m.client, m.clock, m.informers),
     "node-lifecycle-controller": _node_lifecycle,
     "daemonset-controller": _daemonset,
     "pod-garbage-collector-controller": _podgc,

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import ResourceType
+from taintplane.apiserver.strategies.apps import (
+    DaemonSetStrategy,
+    DeploymentStrategy,
+    ReplicaSetStrategy,
+)
 from taintplane.apiserver.strategies.base import Strategy
 from taintplane.apiserver.strategies.core import (
     EventStrategy,
@@ -22,6 +27,9 @@ _BY_KIND: dict[tuple[str, str], type[Strategy]] = {
     ("", "Node"): NodeStrategy,
     ("", "Namespace"): NamespaceStrategy,
     ("", "Event"): EventStrategy,
+    ("apps", "Deployment"): DeploymentStrategy,
+    ("apps", "ReplicaSet"): ReplicaSetStrategy,
+    ("apps", "DaemonSet"): DaemonSetStrategy,
     ("node.k8s.io", "RuntimeClass"): RuntimeClassStrategy,
     ("scheduling.k8s.io", "PriorityClass"): PriorityClassStrategy,
     ("rbac.authorization.k8s.io", "Role"): RbacStrategy,

@@ -1,0 +1,110 @@
+"""apps/v1 workloads: Deployment, ReplicaSet and DaemonSet defaulting and update rules.
+
+Defaults are upstream's ``SetDefaults_*`` from ``pkg/apis/apps/v1/defaults.go``; the pod
+template gets the pod-spec defaults (not the pod-only ones such as ``enableServiceLinks``), so
+a Deployment's template and its ReplicaSets' templates compare equal after a round trip.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taintplane.apiserver.strategies.base import Strategy, meta, spec_of
+from taintplane.apiserver.strategies.pods import DEFAULT_GRACE_SECONDS
+from taintplane.apiserver.strategies.pods import _default_container as default_container
+
+__all__ = ["DaemonSetStrategy", "DeploymentStrategy", "ReplicaSetStrategy"]
+
+DEFAULT_REVISION_HISTORY_LIMIT = 10
+DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
+
+
+def default_template(spec: dict[str, Any]) -> None:
+    """``SetDefaults_PodSpec`` and the container defaults on ``spec.template.spec``."""
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        return
+    pod_spec = template.get("spec")
+    if not isinstance(pod_spec, dict):
+        return
+    pod_spec.setdefault("restartPolicy", "Always")
+    pod_spec.setdefault("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
+    pod_spec.setdefault("dnsPolicy", "ClusterFirst")
+    pod_spec.setdefault("securityContext", {})
+    pod_spec.setdefault("schedulerName", "default-scheduler")
+    for key in ("containers", "initContainers"):
+        for container in pod_spec.get(key) or []:
+            if isinstance(container, dict):
+                default_container(container)
+
+
+def _sub(parent: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """``parent[key]`` as a dict, created when absent (None when it holds something else)."""
+    value = parent.get(key)
+    if value is None:
+        value = parent[key] = {}
+    return value if isinstance(value, dict) else None
+
+
+class _AppsStrategy(Strategy):
+    def default(self, obj: dict[str, Any]) -> None:
+        super().default(obj)
+        spec = spec_of(obj)
+        if spec:
+            self.default_spec(spec)
+            default_template(spec)
+
+    def default_spec(self, spec: dict[str, Any]) -> None:
+        pass
+
+
+class DeploymentStrategy(_AppsStrategy):
+    def default_spec(self, spec: dict[str, Any]) -> None:
+        spec.setdefault("replicas", 1)
+        strategy = _sub(spec, "strategy")
+        if strategy is not None:
+            strategy.setdefault("type", "RollingUpdate")
+            if strategy["type"] == "RollingUpdate":
+                rolling = _sub(strategy, "rollingUpdate")
+                if rolling is not None:
+                    rolling.setdefault("maxUnavailable", "25%")
+                    rolling.setdefault("maxSurge", "25%")
+        spec.setdefault("revisionHistoryLimit", DEFAULT_REVISION_HISTORY_LIMIT)
+        spec.setdefault("progressDeadlineSeconds", DEFAULT_PROGRESS_DEADLINE_SECONDS)
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        super().prepare_for_update(new, old)
+        # Annotations are copied from a Deployment to its ReplicaSets, so changing them is a
+        # change the controller must observe: it bumps the generation as a spec change does.
+        if new.get("spec") == old.get("spec") and meta(new).get("annotations") != meta(old).get(
+            "annotations"
+        ):
+            meta(new)["generation"] = int(meta(old).get("generation") or 1) + 1
+
+    def prepare_for_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        # Upstream's status strategy resets only spec and labels: the controller records the
+        # revision annotation through the status subresource.
+        annotations = meta(new).get("annotations")
+        super().prepare_for_status_update(new, old)
+        if annotations is None:
+            meta(new).pop("annotations", None)
+        else:
+            meta(new)["annotations"] = annotations
+
+
+class ReplicaSetStrategy(_AppsStrategy):
+    def default_spec(self, spec: dict[str, Any]) -> None:
+        spec.setdefault("replicas", 1)
+
+
+class DaemonSetStrategy(_AppsStrategy):
+    def default_spec(self, spec: dict[str, Any]) -> None:
+        strategy = _sub(spec, "updateStrategy")
+        if strategy is not None:
+            strategy.setdefault("type", "RollingUpdate")
+            if strategy["type"] == "RollingUpdate":
+                rolling = _sub(strategy, "rollingUpdate")
+                if rolling is not None:
+                    rolling.setdefault("maxUnavailable", 1)
+                    rolling.setdefault("maxSurge", 0)
+        spec.setdefault("revisionHistoryLimit", DEFAULT_REVISION_HISTORY_LIMIT)
