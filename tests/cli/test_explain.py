@@ -26,6 +26,13 @@ def cluster(tmp_path_factory):
             for node in nodes:
                 status = node.pop("status")
                 api.post("/api/v1/nodes", json=node)
+                # Replace the not-ready taint TaintNodesByCondition added (this cluster has
+                # no node lifecycle controller to lift it) with the node's own taints.
+                api.patch(
+                    f"/api/v1/nodes/{node['metadata']['name']}",
+                    json={"spec": {"taints": node["spec"].get("taints")}},
+                    headers=MERGE,
+                )
                 api.patch(
                     f"/api/v1/nodes/{node['metadata']['name']}/status",
                     json={"status": status},

@@ -11,8 +11,8 @@ from typing import Any
 from taintplane.agents.kubelet import Kubelets
 from taintplane.agents.nodes import NodeShape
 from taintplane.client import ApiError, Client, resource
-from taintplane.controllers.manager import ControllerConfig
 from taintplane.clock import VirtualClock
+from taintplane.controllers.manager import ControllerConfig
 from taintplane.sim.cluster import Cluster, in_process_cluster
 
 NODES = resource("", "v1", "nodes")

@@ -26,6 +26,11 @@ class Attributes:
     namespace: str
     obj: dict[str, Any] | None  # the new object (mutable), None on DELETE
     old: dict[str, Any] | None  # the stored object, None on CREATE
+    subresource: str = ""  # "status", "binding", ... ("" for the object itself)
+
+    def is_pod(self) -> bool:
+        """A write to a pod itself (not one of its subresources)."""
+        return self.resource.group == "" and self.resource.kind == "Pod" and not self.subresource
 
 
 class Lookup(Protocol):

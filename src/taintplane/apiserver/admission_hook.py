@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from taintplane.admission import Attributes, Chain, Forbidden
+from taintplane.admission.default_toleration_seconds import DefaultTolerationSeconds
 from taintplane.admission.priority import SYSTEM_PRIORITY_CLASSES, Priority
+from taintplane.admission.taint_nodes_by_condition import TaintNodesByCondition
 from taintplane.api.scheme import ResourceType, Scheme
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.status import APIError
@@ -29,7 +31,14 @@ class RegistryLookup:
 
 def install_admission(registry: Registry, scheme: Scheme) -> Chain:
     """The default plugin chain, wired as the registry's admission hook."""
-    chain = Chain([Priority(RegistryLookup(registry, scheme))])
+    # Upstream's default-on plugins that concern us, in kube-apiserver's order.
+    chain = Chain(
+        [
+            TaintNodesByCondition(),
+            Priority(RegistryLookup(registry, scheme)),
+            DefaultTolerationSeconds(),
+        ]
+    )
 
     async def admit(
         operation: str,
@@ -37,9 +46,10 @@ def install_admission(registry: Registry, scheme: Scheme) -> Chain:
         namespace: str,
         obj: dict[str, Any] | None,
         old: dict[str, Any] | None,
+        subresource: str = "",
     ) -> None:
         try:
-            await chain.admit(Attributes(operation, resource, namespace, obj, old))
+            await chain.admit(Attributes(operation, resource, namespace, obj, old, subresource))
         except Forbidden as refusal:
             name = str(((obj or old or {}).get("metadata") or {}).get("name") or "")
             raise APIError.forbidden(resource, name, refusal.reason) from refusal

@@ -38,9 +38,10 @@ _METADATA = b'"metadata":{'
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 
-#: An admission hook: (operation, resource, namespace, new object or None, old or None).
+#: An admission hook: (operation, resource, namespace, new object or None, old or None,
+#: subresource or "").
 Admit = Callable[
-    [str, ResourceType, str, dict[str, Any] | None, dict[str, Any] | None], Awaitable[None]
+    [str, ResourceType, str, dict[str, Any] | None, dict[str, Any] | None, str], Awaitable[None]
 ]
 
 
@@ -329,7 +330,7 @@ class Registry:
         strategy.prepare_for_create(obj)
         if resource.namespaced:
             await self._check_namespace_open(resource, namespace, name)
-        await self.admit("CREATE", resource, namespace, obj, None)
+        await self.admit("CREATE", resource, namespace, obj, None, "")
         self._validate(resource, name, lambda: strategy.validate(obj))
         self._record_fields(resource, obj, None, manager, apply, "")
         if dry_run:
@@ -462,7 +463,7 @@ class Registry:
         else:
             strategy.prepare_for_update(new, old)
             check = strategy.validate_update
-        await self.admit("UPDATE", resource, namespace, new, old)
+        await self.admit("UPDATE", resource, namespace, new, old, subresource)
         self._validate(resource, name, lambda: check(new, old))
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
         # A client cannot write managedFields: the server records who set what.
@@ -526,7 +527,7 @@ class Registry:
                 f"{preconditions['resourceVersion']}, ResourceVersion in object meta: "
                 f"{metadata['resourceVersion']}",
             )
-        await self.admit("DELETE", resource, namespace, None, obj)
+        await self.admit("DELETE", resource, namespace, None, obj, "")
         grace = self.strategy(resource).grace_period_seconds(obj, grace_period)
         finalizers = metadata.get("finalizers") or []
         if resource.kind == "Namespace":

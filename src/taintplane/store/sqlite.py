@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from taintplane.store.errors import (
     AlreadyExists,
@@ -38,6 +38,8 @@ from taintplane.store.errors import (
 )
 from taintplane.store.hub import HubWatch, WatchHub
 from taintplane.store.interface import KV, MAX_VALUE_SIZE, EventType, ListResult, WatchEvent
+
+_T = TypeVar("_T")
 
 __all__ = ["SqliteStore"]
 
@@ -225,11 +227,19 @@ class SqliteStore:
         return await future
 
     async def drained(self) -> bool:
-        """Wait until every submitted write has completed; whether there were any."""
+        """Wait until every submitted write and every read in a worker thread has completed;
+        whether there were any (virtual time waits on this before it moves on)."""
         if not self._inflight:
             return False
         await asyncio.gather(*list(self._inflight), return_exceptions=True)
         return True
+
+    async def _in_thread(self, function: Callable[..., _T], *args: Any) -> _T:
+        """Run a read in a worker thread, counted among the work :meth:`drained` waits for."""
+        future = asyncio.ensure_future(asyncio.to_thread(function, *args))
+        self._inflight.add(future)
+        future.add_done_callback(self._inflight.discard)
+        return await future
 
     # ---- writes --------------------------------------------------------------------------
 
@@ -357,7 +367,7 @@ class SqliteStore:
     async def list(
         self, prefix: str, *, revision: int = 0, limit: int = 0, continue_after: str | None = None
     ) -> ListResult:
-        return await asyncio.to_thread(self._list, prefix, revision, limit, continue_after)
+        return await self._in_thread(self._list, prefix, revision, limit, continue_after)
 
     def _list(
         self, prefix: str, revision: int, limit: int, continue_after: str | None
@@ -390,7 +400,7 @@ class SqliteStore:
         return HubWatch(self._hub, prefix, after_revision, self._replay, lambda: self._compacted_to)
 
     async def _replay(self, prefix: str, after: int, until: int) -> builtins.list[WatchEvent]:
-        return await asyncio.to_thread(_events_between, self._read_conn, prefix, after, until)
+        return await self._in_thread(_events_between, self._read_conn, prefix, after, until)
 
 
 def _events_between(
