@@ -4,6 +4,7 @@ and failed pods, adoption and release, the scale-down order, events and status."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tests.controllers.harness import PODS, Sim, simulate
 from tests.controllers.workload_builders import (
@@ -21,7 +22,7 @@ ONLY = ("replicaset-controller",)
 WEB = {"app": "web"}
 
 
-async def rs_status(sim: Sim, name: str = "web") -> dict:
+async def rs_status(sim: Sim, name: str = "web") -> dict[str, Any]:
     return (await sim.client.get(REPLICASETS, name, "default")).get("status") or {}
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from datetime import datetime
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from taintplane.client import ApiError, resource
@@ -234,8 +234,13 @@ async def _reconcile_old(
         count = min(max_scaled_down - cleaned, unavailable)
         _, old[i] = await c.scale_and_record(rs, du.replicas(rs) - count, d)
         cleaned += count
-    # Then available ones, as far as minAvailable allows.
-    available = du.total([*old, new], "availableReplicas")
+    # Then available ones, as far as minAvailable allows. A ReplicaSet just scaled down still
+    # reports the pods it is deleting as available until its controller sees them go; counting
+    # at most spec.replicas of each keeps a stale status from scaling down twice (upstream
+    # sums the statuses as they are and can briefly dip below minAvailable).
+    available = sum(
+        min(du.replicas(rs), du.status_count(rs, "availableReplicas")) for rs in [*old, new]
+    )
     scaled = 0
     if available > min_available:
         budget = available - min_available

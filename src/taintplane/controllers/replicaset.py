@@ -72,7 +72,17 @@ class ReplicaSetController:
         self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
 
     async def run(self) -> None:
-        await self.queue.run(self.sync)
+        await self.queue.run(self._sync_or_requeue)
+
+    async def _sync_or_requeue(self, key: str) -> None:
+        """A conflict means our cache was behind a write: try again shortly, without the
+        error log other failures get."""
+        try:
+            await self.sync(key)
+        except ApiError as error:
+            if error.code != 409:
+                raise
+            self.queue.retry(key)
 
     # ---- informer callbacks ----------------------------------------------------------------
 
