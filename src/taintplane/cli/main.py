@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from taintplane import __version__
+from taintplane.cli.clock import clock_group
 from taintplane.cli.explain import explain_command
+from taintplane.cli.node import node_group
 from taintplane.cli.up import serve_command, up_command
 
 
@@ -20,6 +22,8 @@ def cli() -> None:
 cli.add_command(up_command)
 cli.add_command(serve_command)
 cli.add_command(explain_command)
+cli.add_command(clock_group)
+cli.add_command(node_group)
 
 
 def main() -> None:

@@ -12,8 +12,11 @@ from pathlib import Path
 import click
 import uvloop
 
+from taintplane.agents.nodes import NodeShape
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
+from taintplane.clock import Clock, RealClock, VirtualClock
 from taintplane.sim.cluster import Cluster, ClusterConfig, StoreSpecError
+from taintplane.sim.clusterfile import ClusterFileError, default_nodes, load_cluster_file
 
 __all__ = ["serve_command", "up_command"]
 
@@ -67,6 +70,9 @@ def _run(
     feature_gates: str,
     what: str,
     components: tuple[str, ...],
+    *,
+    nodes: list[NodeShape] | None = None,
+    clock: Clock | None = None,
 ) -> None:
     started = time.perf_counter()  # wall time of start-up, for the user
     try:
@@ -80,8 +86,9 @@ def _run(
         synchronous="FULL" if sync == "full" else "NORMAL",
         features=features,
         components=components,
+        nodes=nodes or [],
     )
-    cluster = Cluster(config)
+    cluster = Cluster(config, clock)
     try:
         cluster.bind()
     except OSError as error:
@@ -112,9 +119,10 @@ def _run(
         finally:
             await cluster.close()
 
-    # uvloop and httptools (picked by uvicorn when installed) make each request cheaper; the
-    # in-process test cluster keeps asyncio's loop, which virtual time needs.
-    uvloop.install()
+    # uvloop and httptools (picked by uvicorn when installed) make each request cheaper; virtual
+    # time needs asyncio's own loop (it watches the loop's ready queue to know it is quiet).
+    if not isinstance(cluster.clock, VirtualClock):
+        uvloop.install()
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a user stops it
         asyncio.run(main())
     click.echo("taintplane stopped")
@@ -122,12 +130,65 @@ def _run(
 
 @click.command("up")
 @_options
+@click.option(
+    "--nodes",
+    "node_count",
+    type=click.IntRange(0, 100_000),
+    default=None,
+    help="Simulated nodes node-1..node-N (default 3; ignored with --cluster).",
+)
+@click.option(
+    "--cluster",
+    "cluster_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="YAML file of node pools (count, labels, taints, capacity, zones).",
+)
+@click.option(
+    "--clock",
+    "clock_kind",
+    type=click.Choice(["real", "virtual"]),
+    default="real",
+    show_default=True,
+    help="'virtual' stands still until `taintplane clock advance` moves it.",
+)
 def up_command(
-    data_dir: Path, port: int, store_spec: str | None, sync: str, feature_gates: str
+    data_dir: Path,
+    port: int,
+    store_spec: str | None,
+    sync: str,
+    feature_gates: str,
+    node_count: int | None,
+    cluster_file: Path | None,
+    clock_kind: str,
 ) -> None:
-    """Run a whole local cluster: the API server on an embedded SQLite store and the
-    scheduler."""
-    _run(data_dir, port, store_spec, sync, feature_gates, "cluster", ("scheduler",))
+    """Run a whole local cluster: the API server on an embedded SQLite store, the scheduler,
+    the controller manager and simulated nodes."""
+    if cluster_file is not None:
+        if node_count is not None:
+            raise click.UsageError("--nodes and --cluster exclude each other: pick one")
+        try:
+            nodes = load_cluster_file(cluster_file)
+        except ClusterFileError as error:
+            raise click.UsageError(f"--cluster: {error}") from error
+    else:
+        nodes = default_nodes(3 if node_count is None else node_count)
+    # A virtual clock starts at the wall-clock second the cluster starts, then stands still.
+    clock: Clock = (
+        VirtualClock(RealClock().now().replace(microsecond=0))
+        if clock_kind == "virtual"
+        else RealClock()
+    )
+    _run(
+        data_dir,
+        port,
+        store_spec,
+        sync,
+        feature_gates,
+        "cluster",
+        ("scheduler", "controller-manager", "agents"),
+        nodes=nodes,
+        clock=clock,
+    )
 
 
 @click.command("serve")

@@ -26,6 +26,7 @@ from taintplane.client import Client, InProcessTransport
 from taintplane.clock import Clock, RealClock, VirtualClock
 from taintplane.controllers.manager import ALL_CONTROLLERS, ControllerConfig, ControllerManager
 from taintplane.scheduler.scheduler import Scheduler
+from taintplane.sim.admin import AdminApp
 from taintplane.sim.kubeconfig import write_kubeconfig
 from taintplane.store.sqlite import SqliteStore
 
@@ -159,7 +160,7 @@ class Cluster:
             await self.kubelets.add(self.config.nodes)
             self._spawn(self.kubelets.run(), "agents")
         config = uvicorn.Config(
-            self.apiserver.app,
+            AdminApp(self, self.apiserver.app),
             log_level="warning",
             interface="asgi3",
             lifespan="off",

@@ -1,0 +1,149 @@
+"""The admin endpoints a running cluster serves beside the Kubernetes API.
+
+``/taintplane/v1/clock`` (read, and ``advance`` under virtual time), fault injection on
+simulated nodes (``/taintplane/v1/nodes/NAME/stop|start|condition``, and ``zones/ZONE/...``
+for partitions), and ``/metrics`` in the Prometheus text format. They are what
+``taintplane clock`` and ``taintplane node`` call.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from taintplane.agents.kubelet import UnknownNodeError
+from taintplane.api.decoding import format_time
+from taintplane.clock import VirtualClock
+
+if TYPE_CHECKING:
+    from taintplane.sim.cluster import Cluster
+
+__all__ = ["ADMIN_PREFIX", "AdminApp"]
+
+ADMIN_PREFIX = "/taintplane/v1/"
+CONDITION_TYPES = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
+CONDITION_STATUSES = ("True", "False", "Unknown")
+
+
+class _Refused(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class AdminApp:
+    """Wraps the API server's ASGI app, answering admin paths itself."""
+
+    def __init__(self, cluster: Cluster, api: ASGIApp) -> None:
+        self.cluster = cluster
+        self.api = api
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not (path.startswith(ADMIN_PREFIX) or path == "/metrics"):
+            await self.api(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        try:
+            if path == "/metrics":
+                await self._metrics(send)
+                return
+            payload = orjson.loads(body) if body else {}
+            result = await self._route(scope["method"], path[len(ADMIN_PREFIX) :], payload)
+            await _json(send, 200, result)
+        except _Refused as refusal:
+            await _json(send, refusal.code, {"error": refusal.message})
+        except orjson.JSONDecodeError:
+            await _json(send, 400, {"error": "the request body is not JSON"})
+
+    async def _metrics(self, send: Send) -> None:
+        manager = self.cluster.controller_manager
+        text = generate_latest(manager.registry) if manager is not None else b""
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", CONTENT_TYPE_LATEST.encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": text})
+
+    def _clock_state(self) -> dict[str, Any]:
+        clock = self.cluster.clock
+        return {"now": format_time(clock.now()), "virtual": isinstance(clock, VirtualClock)}
+
+    async def _route(self, method: str, rest: str, payload: dict[str, Any]) -> dict[str, Any]:
+        parts = rest.strip("/").split("/")
+        if parts == ["clock"] and method == "GET":
+            return self._clock_state()
+        if parts == ["clock", "advance"] and method == "POST":
+            return await self._advance(payload)
+        if len(parts) == 3 and parts[0] in ("nodes", "zones") and method == "POST":
+            return await self._fault(parts[0], parts[1], parts[2], payload)
+        raise _Refused(404, f"no admin endpoint {method} {ADMIN_PREFIX}{rest}")
+
+    async def _advance(self, payload: dict[str, Any]) -> dict[str, Any]:
+        clock = self.cluster.clock
+        if not isinstance(clock, VirtualClock):
+            raise _Refused(
+                409,
+                "this cluster runs on the real clock, which cannot be advanced; "
+                "start it with `taintplane up --clock virtual`",
+            )
+        seconds = payload.get("seconds")
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+            raise _Refused(400, "seconds must be a number of seconds, zero or more")
+        await clock.advance(float(seconds))
+        return self._clock_state()
+
+    async def _fault(
+        self, kind: str, name: str, action: str, payload: dict[str, Any]
+    ) -> dict[str, Any]:
+        kubelets = self.cluster.kubelets
+        if kubelets is None:
+            raise _Refused(409, "this cluster runs no simulated nodes (the agents component)")
+        names = kubelets.zone_nodes(name) if kind == "zones" else [name]
+        if kind == "zones" and not names:
+            raise _Refused(404, f"no simulated node is in zone {name!r}")
+        try:
+            for node in names:
+                if action == "stop":
+                    kubelets.stop(node)
+                elif action == "start":
+                    await kubelets.start(node)
+                elif action == "condition" and kind == "nodes":
+                    type_, status = payload.get("type"), payload.get("status")
+                    if type_ not in CONDITION_TYPES:
+                        raise _Refused(
+                            400, f"condition type must be one of {', '.join(CONDITION_TYPES)}"
+                        )
+                    if status not in CONDITION_STATUSES:
+                        raise _Refused(
+                            400, f"condition status must be one of {', '.join(CONDITION_STATUSES)}"
+                        )
+                    await kubelets.set_condition(node, str(type_), str(status))
+                else:
+                    raise _Refused(404, f"no admin action {action!r} for {kind}")
+        except UnknownNodeError as error:
+            raise _Refused(404, f"node {error.args[0]!r} is not a simulated node") from error
+        return {"nodes": names, "action": action, **self._clock_state()}
+
+
+async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": orjson.dumps(body)})

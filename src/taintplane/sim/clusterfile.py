@@ -1,0 +1,123 @@
+"""``taintplane up --cluster FILE``: node pools described in YAML.
+
+    pools:
+    - name: gpu                 # nodes gpu-1, gpu-2, ...
+      count: 4
+      zones: [zone-a, zone-b]   # spread round-robin (or `zone: zone-a`)
+      region: eu-west
+      labels: {accelerator: a100}
+      taints: ["dedicated=ml:NoSchedule"]     # kubectl taint syntax, or {key, value, effect}
+      capacity: {cpu: "32", memory: 256Gi, nvidia.com/gpu: "8"}
+
+``--nodes N`` is the same as one pool ``{name: node, count: N}``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from taintplane.agents.nodes import NodeShape
+from taintplane.api.field import Path as FieldPath
+from taintplane.api.taint_spec import TaintSpecError, parse_taint
+from taintplane.api.taints import Taint
+from taintplane.api.validation import validate_node_taints
+
+__all__ = ["ClusterFileError", "default_nodes", "load_cluster_file", "parse_pools"]
+
+_POOL_KEYS = {"name", "count", "zone", "zones", "region", "labels", "taints", "capacity"}
+
+
+class ClusterFileError(ValueError):
+    pass
+
+
+def default_nodes(count: int) -> list[NodeShape]:
+    return [NodeShape(f"node-{i}") for i in range(1, count + 1)]
+
+
+def _taint(item: Any, where: str) -> dict[str, Any]:
+    if isinstance(item, str):
+        try:
+            taint = parse_taint(item)
+        except TaintSpecError as error:
+            raise ClusterFileError(f"{where}: {error}") from error
+    elif isinstance(item, dict):
+        taint = Taint(
+            key=str(item.get("key", "")),
+            value=str(item.get("value", "")),
+            effect=str(item.get("effect", "")),
+        )
+    else:
+        raise ClusterFileError(f"{where}: a taint is KEY[=VALUE]:EFFECT or {{key, value, effect}}")
+    errors = validate_node_taints([taint], FieldPath.root("spec").child("taints"))
+    if errors:
+        raise ClusterFileError(f"{where}: {errors[0]}")
+    return taint.to_dict()
+
+
+def _strings(value: Any, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ClusterFileError(f"{where} must be a mapping")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def parse_pools(data: Any) -> list[NodeShape]:
+    if not isinstance(data, dict) or not isinstance(data.get("pools"), list) or not data["pools"]:
+        raise ClusterFileError("the cluster file must have a non-empty list `pools`")
+    shapes: list[NodeShape] = []
+    seen: set[str] = set()
+    for index, pool in enumerate(data["pools"]):
+        where = f"pools[{index}]"
+        if not isinstance(pool, dict):
+            raise ClusterFileError(f"{where} must be a mapping")
+        unknown = sorted(set(pool) - _POOL_KEYS)
+        if unknown:
+            raise ClusterFileError(
+                f"{where}: unknown field(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(_POOL_KEYS))}"
+            )
+        name = pool.get("name")
+        if not isinstance(name, str) or not name:
+            raise ClusterFileError(f"{where}.name is required")
+        if name in seen:
+            raise ClusterFileError(f"{where}.name {name!r} is used by another pool")
+        seen.add(name)
+        count = pool.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise ClusterFileError(f"{where}.count must be a whole number, 0 or more")
+        zones = pool.get("zones") or ([pool["zone"]] if pool.get("zone") else [""])
+        if not isinstance(zones, list):
+            raise ClusterFileError(f"{where}.zones must be a list")
+        taints = [_taint(t, f"{where}.taints[{i}]") for i, t in enumerate(pool.get("taints") or [])]
+        labels = _strings(pool.get("labels"), f"{where}.labels")
+        capacity = _strings(pool.get("capacity"), f"{where}.capacity")
+        for i in range(1, count + 1):
+            shapes.append(
+                NodeShape(
+                    name=f"{name}-{i}",
+                    labels=dict(labels),
+                    capacity={"cpu": "4", "memory": "16Gi", "pods": "110", **capacity},
+                    taints=[dict(t) for t in taints],
+                    zone=str(zones[(i - 1) % len(zones)]),
+                    region=str(pool.get("region") or ""),
+                )
+            )
+    return shapes
+
+
+def load_cluster_file(path: Path) -> list[NodeShape]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise ClusterFileError(f"cannot read {path}: {error.strerror}") from error
+    except yaml.YAMLError as error:
+        raise ClusterFileError(f"{path} is not valid YAML: {error}") from error
+    try:
+        return parse_pools(data)
+    except ClusterFileError as error:
+        raise ClusterFileError(f"{path}: {error}") from error
