@@ -265,3 +265,39 @@ def test_progress_deadline_exceeded_when_pods_never_become_ready(tmp_path: Path)
         }
 
     simulate(tmp_path, scenario, controllers=ONLY)
+
+
+def test_scaling_mid_rollout_is_proportional_and_pausing_is_marked(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        await warm_up(sim)
+        await sim.client.create(DEPLOYMENTS, make_deployment("web", 10, WEB), namespace="default")
+        await sim.advance(0)
+        await run_all(sim)
+        patch = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "v2"}]}}}}
+        await sim.client.patch(DEPLOYMENTS, "web", patch, namespace="default")
+        await sim.advance(0)  # new pods never become ready: the rollout stalls at 8 + 5
+        assert [rs["spec"]["replicas"] for rs in await replicasets(sim)] == [8, 5]
+        await sim.client.patch(DEPLOYMENTS, "web", {"spec": {"replicas": 15}}, namespace="default")
+        await sim.advance(0)
+        old, new = await replicasets(sim)
+        # 15 + maxSurge 4 = 19 shared in proportion to 8:5 of the 13 allowed before.
+        assert (old["spec"]["replicas"], new["spec"]["replicas"]) == (12, 7)
+        assert old["metadata"]["annotations"]["deployment.kubernetes.io/max-replicas"] == "19"
+        assert (await scaling_messages(sim))[-2:] == [
+            f"Scaled up replica set {old['metadata']['name']} from 8 to 12",
+            f"Scaled up replica set {new['metadata']['name']} from 5 to 7",
+        ]
+        await sim.client.patch(DEPLOYMENTS, "web", {"spec": {"paused": True}}, namespace="default")
+        await sim.advance(0)
+        progressing = condition(await deployment(sim), "Progressing")
+        assert (progressing["status"], progressing["reason"], progressing["message"]) == (
+            "Unknown",
+            "DeploymentPaused",
+            "Deployment is paused",
+        )
+        await sim.client.patch(DEPLOYMENTS, "web", {"spec": {"paused": False}}, namespace="default")
+        await sim.advance(0)
+        progressing = condition(await deployment(sim), "Progressing")
+        assert progressing["reason"] in ("DeploymentResumed", "ReplicaSetUpdated")
+
+    simulate(tmp_path, scenario, controllers=ONLY)
