@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from taintplane.api.decoding import format_time
 from taintplane.client import resource
 from tests.controllers.harness import PODS, Sim
+from tests.controllers.quiet import track_thread_reads
 
 REPLICASETS = resource("apps", "v1", "replicasets")
 DEPLOYMENTS = resource("apps", "v1", "deployments")
@@ -68,33 +67,10 @@ def make_orphan(name: str, labels: dict[str, str], node: str = "") -> dict[str, 
 
 
 async def warm_up(sim: Sim) -> None:
-    """Make ``advance`` wait for the store's reads too.
-
-    The SQLite store lists on worker threads that virtual time does not wait for (only its
-    writes are tracked), so work that follows a list (a pod create that first lists
-    PriorityClasses for admission) could finish after ``advance`` returned."""
-    store: Any = sim.cluster.store
-    inflight: set[asyncio.Future[Any]] = set()
-
-    def tracked(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            future = asyncio.ensure_future(method(*args, **kwargs))
-            inflight.add(future)
-            future.add_done_callback(inflight.discard)
-            return await future
-
-        return call
-
-    store.list = tracked(store.list)
-    store._replay = tracked(store._replay)
-
-    async def drained() -> bool:
-        if not inflight:
-            return False
-        await asyncio.gather(*list(inflight), return_exceptions=True)
-        return True
-
-    sim.clock.add_quiescence_check(drained)
+    """Make ``advance`` wait for the store's reads on worker threads too (see
+    :mod:`tests.controllers.quiet`): a pod create that first lists PriorityClasses for
+    admission could otherwise finish after ``advance`` returned."""
+    track_thread_reads(sim.clock)
     await sim.advance(0)
 
 
