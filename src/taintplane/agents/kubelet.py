@@ -90,6 +90,8 @@ class Kubelets:
         self.config = config or KubeletConfig()
         self.informers = informers or SharedInformers(client)
         self._own_informers = informers is None
+        # Ask for every informer now: they start together, before any pod is admitted.
+        self.node_informer = self.informers.nodes
         self.nodes: dict[str, SimulatedNode] = {}
         self.recorders: dict[str, EventRecorder] = {}
         self.pods = PodRuntime(self)

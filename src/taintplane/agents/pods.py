@@ -156,7 +156,7 @@ class PodRuntime:
     async def _admit_and_start(self, pod: dict[str, Any]) -> None:
         kubelets = self.kubelets
         node_name = pod["spec"]["nodeName"]
-        node = kubelets.informers.nodes.get(node_name)
+        node = kubelets.node_informer.get(node_name)
         meta = pod["metadata"]
         now = kubelets.clock.now()
         refusal = admission_failure(pod, node)

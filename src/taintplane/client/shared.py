@@ -28,6 +28,7 @@ class SharedInformers:
         self._informers: dict[tuple[str, str, str], Informer] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._started: set[tuple[str, str, str]] = set()
+        self._running = False
 
     def informer(self, group: str, version: str, plural: str) -> Informer:
         key = (group, version, plural)
@@ -35,6 +36,8 @@ class SharedInformers:
         if found is None:
             found = Informer(self.client, resource(group, version, plural))
             self._informers[key] = found
+            if self._running:
+                self.start()  # asked for late: start it rather than leave its cache empty
         return found
 
     def of(self, rt: ResourceType) -> Informer:
@@ -52,7 +55,8 @@ class SharedInformers:
         return self.informer("", "v1", "nodes")
 
     def start(self) -> None:
-        """Start every informer asked for so far (ask for them all first)."""
+        """Start every informer asked for so far; later ones start when asked for."""
+        self._running = True
         for key, informer in self._informers.items():
             if key not in self._started:
                 self._started.add(key)
@@ -67,3 +71,4 @@ class SharedInformers:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        self._running = False
