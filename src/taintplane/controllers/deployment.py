@@ -22,6 +22,7 @@ from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
 from taintplane.clock import Clock
 from taintplane.controllers import deployment_rollout as rollout
+from taintplane.controllers import deployment_status as dstatus
 from taintplane.controllers import deploymentutil as du
 from taintplane.controllers.workloads import OWNER_INDEX, claim, controller_ref, owner_index
 
@@ -222,7 +223,7 @@ class DeploymentController:
 
     async def update_status(self, d: dict[str, Any]) -> None:
         """Write ``d``'s status (and revision annotation); ``d`` becomes what was stored."""
-        d["status"] = rollout.omit_zero(d.get("status") or {})
+        d["status"] = dstatus.omit_zero(d.get("status") or {})
         result = await self.client.update(DEPLOYMENTS, d, subresource="status")
         d.clear()
         d.update(result)

@@ -16,7 +16,6 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from taintplane.api.decoding import format_time
 from taintplane.api.selectors import LabelSelector, label_selector_from_dict
 from taintplane.client import ApiError, Client, resource
 from taintplane.client.events import EventRecorder
@@ -25,18 +24,21 @@ from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
 from taintplane.clock import Clock
 from taintplane.controllers.podranking import pods_to_delete
+from taintplane.controllers.replicaset_status import (
+    calculate_status,
+    next_availability_check,
+    omit_zero,
+    same_status,
+)
 from taintplane.controllers.workloads import (
     OWNER_INDEX,
     Expectations,
     claim,
     controller_ref,
     is_pod_active,
-    is_pod_available,
-    is_pod_ready,
     is_pod_terminating,
     new_controller_ref,
     owner_index,
-    pod_ready_since,
 )
 
 __all__ = ["ReplicaSetController"]
@@ -47,9 +49,6 @@ PODS = resource("", "v1", "pods")
 REPLICASETS = resource("apps", "v1", "replicasets")
 COMPONENT = "replicaset-controller"
 BURST_REPLICAS = 500
-#: A pod becomes available strictly after ``minReadySeconds`` (upstream compares with
-#: ``Before``); the availability re-check runs this long after the boundary.
-AVAILABILITY_SLACK = 0.001
 
 
 class ReplicaSetController:
@@ -196,7 +195,7 @@ class ReplicaSetController:
         status = updated.get("status") or {}
         min_ready = int(spec.get("minReadySeconds") or 0)
         if min_ready > 0 and status.get("readyReplicas", 0) != status.get("availableReplicas", 0):
-            self.queue.add_after(key, _next_availability_check(active, min_ready, now))
+            self.queue.add_after(key, next_availability_check(active, min_ready, now))
         if error is not None:
             raise error
 
@@ -313,16 +312,16 @@ class ReplicaSetController:
         error: Exception | None,
         now: datetime,
     ) -> dict[str, Any]:
-        status = _calculate_status(rs, active, terminating, error, now)
+        status = calculate_status(rs, active, terminating, error, now)
         old = rs.get("status") or {}
         generation = int(rs["metadata"].get("generation") or 0)
-        if _same_status(old, status) and old.get("observedGeneration", 0) == generation:
+        if same_status(old, status) and old.get("observedGeneration", 0) == generation:
             return rs
         if generation:
             status["observedGeneration"] = generation
         updated = copy.deepcopy(rs)
         for attempt in range(2):  # one retry on a stale copy, as upstream
-            updated["status"] = _omit_zero(status)
+            updated["status"] = omit_zero(status)
             try:
                 result: dict[str, Any] = await self.client.update(
                     REPLICASETS, updated, subresource="status"
@@ -341,88 +340,3 @@ def _selector(rs: dict[str, Any]) -> LabelSelector | None:
         return label_selector_from_dict((rs.get("spec") or {}).get("selector"))
     except ValueError:
         return None
-
-
-def _calculate_status(
-    rs: dict[str, Any],
-    active: list[dict[str, Any]],
-    terminating: list[dict[str, Any]],
-    error: Exception | None,
-    now: datetime,
-) -> dict[str, Any]:
-    spec = rs.get("spec") or {}
-    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
-    min_ready = int(spec.get("minReadySeconds") or 0)
-    labelled = ready = available = 0
-    for pod in active:
-        labels = pod["metadata"].get("labels") or {}
-        if all(labels.get(k) == v for k, v in template_labels.items()):
-            labelled += 1
-        if is_pod_ready(pod):
-            ready += 1
-            if is_pod_available(pod, min_ready, now):
-                available += 1
-    status: dict[str, Any] = {
-        "replicas": len(active),
-        "fullyLabeledReplicas": labelled,
-        "readyReplicas": ready,
-        "availableReplicas": available,
-        "terminatingReplicas": len(terminating),
-    }
-    conditions = [
-        c
-        for c in (rs.get("status") or {}).get("conditions") or []
-        if c.get("type") != "ReplicaFailure"
-    ]
-    failure = next(
-        (
-            c
-            for c in (rs.get("status") or {}).get("conditions") or []
-            if c.get("type") == "ReplicaFailure"
-        ),
-        None,
-    )
-    if error is not None:
-        if failure is None:
-            wanted = int(spec.get("replicas", 1))
-            reason = "FailedCreate" if len(active) < wanted else "FailedDelete"
-            failure = {
-                "type": "ReplicaFailure",
-                "status": "True",
-                "lastTransitionTime": format_time(now),
-                "reason": reason,
-                "message": str(error),
-            }
-        conditions.append(failure)
-    if conditions:
-        status["conditions"] = conditions
-    return status
-
-
-_COUNTS = ("fullyLabeledReplicas", "readyReplicas", "availableReplicas", "observedGeneration")
-
-
-def _omit_zero(status: dict[str, Any]) -> dict[str, Any]:
-    """Go's ``omitempty``: zero counts are left out (``replicas`` and the pointer
-    ``terminatingReplicas`` always appear)."""
-    return {k: v for k, v in status.items() if not (k in _COUNTS and not v)}
-
-
-def _same_status(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    return (
-        all(old.get(k, 0) == new.get(k, 0) for k in ("replicas", *_COUNTS[:3]))
-        and old.get("terminatingReplicas") == new.get("terminatingReplicas")
-        and (old.get("conditions") or []) == (new.get("conditions") or [])
-    )
-
-
-def _next_availability_check(pods: list[dict[str, Any]], min_ready: int, now: datetime) -> float:
-    """Seconds until the first ready pod becomes available (``minReadySeconds`` if none)."""
-    waits = []
-    for pod in pods:
-        since = pod_ready_since(pod)
-        if since is not None:
-            remaining = min_ready - (now - since).total_seconds()
-            if remaining >= 0:
-                waits.append(remaining + AVAILABILITY_SLACK)
-    return min(waits, default=float(min_ready))
