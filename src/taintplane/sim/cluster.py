@@ -210,10 +210,15 @@ def running_cluster(
     features: FeatureGates | None = None,
     clock: Clock | None = None,
     components: tuple[str, ...] = ("scheduler", "controller-manager"),
+    nodes: list[NodeShape] | None = None,
 ) -> Iterator[Cluster]:
     """A cluster serving on an ephemeral port from a background thread, stopped on exit."""
     config = ClusterConfig(
-        data_dir=data_dir, port=0, features=features or FeatureGates(), components=components
+        data_dir=data_dir,
+        port=0,
+        features=features or FeatureGates(),
+        components=components,
+        nodes=list(nodes or []),
     )
     cluster = Cluster(config, clock)
     cluster.bind()
