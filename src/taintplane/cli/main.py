@@ -1,29 +1,47 @@
-"""Entry point of the ``taintplane`` command."""
+"""Entry point of the ``taintplane`` command.
+
+Subcommands are imported when used: ``taintplane clock now`` should not pay for loading the
+API server, the scheduler and NumPy.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from taintplane import __version__
-from taintplane.cli.clock import clock_group
-from taintplane.cli.explain import explain_command
-from taintplane.cli.node import node_group
-from taintplane.cli.up import serve_command, up_command
+
+#: Command name -> "module:attribute" of its click command.
+_COMMANDS = {
+    "up": "taintplane.cli.up:up_command",
+    "serve": "taintplane.cli.up:serve_command",
+    "explain": "taintplane.cli.explain:explain_command",
+    "clock": "taintplane.cli.clock:clock_group",
+    "node": "taintplane.cli.node:node_group",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = _COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, attribute = target.split(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(
     __version__, "--version", prog_name="taintplane", message="%(prog)s %(version)s"
 )
 def cli() -> None:
     """taintplane: a Kubernetes-compatible control plane for taints and tolerations."""
-
-
-cli.add_command(up_command)
-cli.add_command(serve_command)
-cli.add_command(explain_command)
-cli.add_command(clock_group)
-cli.add_command(node_group)
 
 
 def main() -> None:
