@@ -70,7 +70,8 @@ async def run(nodes: int, pods: int, profile: str | None) -> dict[str, Any]:
             controllers=("taint-eviction-controller",),
         ) as cluster:
             client = cluster.client
-            assert client is not None and cluster.controller_manager is not None
+            assert client is not None
+            assert cluster.controller_manager is not None
             controller = cluster.controller_manager.controllers["taint-eviction-controller"]
             assert isinstance(controller, TaintEvictionController)
             started = time.perf_counter()
