@@ -29,14 +29,20 @@ class RegistryLookup:
         return await self.registry.list_cached(resource)
 
 
-def install_admission(registry: Registry, scheme: Scheme) -> Chain:
+def install_admission(
+    registry: Registry,
+    scheme: Scheme,
+    *,
+    not_ready_seconds: int = 300,
+    unreachable_seconds: int = 300,
+) -> Chain:
     """The default plugin chain, wired as the registry's admission hook."""
     # Upstream's default-on plugins that concern us, in kube-apiserver's order.
     chain = Chain(
         [
             TaintNodesByCondition(),
             Priority(RegistryLookup(registry, scheme)),
-            DefaultTolerationSeconds(),
+            DefaultTolerationSeconds(not_ready_seconds, unreachable_seconds),
         ]
     )
 

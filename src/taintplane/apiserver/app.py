@@ -44,13 +44,20 @@ class APIServer:
         server_address: str = "127.0.0.1:6443",
         bookmark_interval: float = 60.0,
         compaction_interval: float = 300.0,
+        default_not_ready_toleration_seconds: int = 300,
+        default_unreachable_toleration_seconds: int = 300,
     ) -> None:
         self.store = store
         self.clock = clock
         self.scheme = scheme
         self.server_address = server_address
         self.registry = Registry(store, clock, features, scheme)
-        self.admission = install_admission(self.registry, scheme)
+        self.admission = install_admission(
+            self.registry,
+            scheme,
+            not_ready_seconds=default_not_ready_toleration_seconds,
+            unreachable_seconds=default_unreachable_toleration_seconds,
+        )
         self.handlers = ResourceHandlers(self.registry, clock, bookmark_interval=bookmark_interval)
         self.app = self._asgi
         self._background: set[asyncio.Task[None]] = set()

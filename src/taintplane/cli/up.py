@@ -13,8 +13,11 @@ import click
 import uvloop
 
 from taintplane.agents.nodes import NodeShape
+from taintplane.api.duration import DurationError, parse_duration
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
 from taintplane.clock import Clock, RealClock, VirtualClock
+from taintplane.controllers.manager import ControllerConfig
+from taintplane.controllers.nodelifecycle import NodeLifecycleConfig
 from taintplane.sim.cluster import Cluster, ClusterConfig, StoreSpecError
 from taintplane.sim.clusterfile import ClusterFileError, default_nodes, load_cluster_file
 
@@ -62,6 +65,101 @@ def _options(function: click.decorators.FC) -> click.decorators.FC:
     return function
 
 
+class GoDuration(click.ParamType):  # type: ignore[type-arg]
+    """A Go duration ("5s", "1m30s"), as kube-controller-manager's flags take; in seconds."""
+
+    name = "duration"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        try:
+            seconds = parse_duration(str(value))
+        except DurationError as error:
+            self.fail(f"{error} (use e.g. 5s, 50s, 1m)", param, ctx)
+        if seconds < 0:
+            self.fail("must not be negative", param, ctx)
+        return seconds
+
+
+_DEFAULTS = NodeLifecycleConfig()
+
+
+def _lifecycle_options(function: click.decorators.FC) -> click.decorators.FC:
+    """kube-controller-manager's node lifecycle flags and kube-apiserver's default toleration
+    seconds, with upstream's names and defaults."""
+    decorators = [
+        click.option(
+            "--node-monitor-period",
+            type=GoDuration(),
+            default="5s",
+            show_default=True,
+            help="How often node health is reviewed.",
+        ),
+        click.option(
+            "--node-monitor-grace-period",
+            type=GoDuration(),
+            default="50s",
+            show_default=True,
+            help="Silence after which a node's Ready condition becomes Unknown.",
+        ),
+        click.option(
+            "--node-startup-grace-period",
+            type=GoDuration(),
+            default="60s",
+            show_default=True,
+            help="The same for a node that never reported its status.",
+        ),
+        click.option(
+            "--node-eviction-rate",
+            type=click.FloatRange(0),
+            show_default=True,
+            default=_DEFAULTS.node_eviction_rate,
+            help="Nodes per second tainted NoExecute in a healthy zone.",
+        ),
+        click.option(
+            "--secondary-node-eviction-rate",
+            type=click.FloatRange(0),
+            show_default=True,
+            default=_DEFAULTS.secondary_node_eviction_rate,
+            help="The same in an unhealthy zone larger than the threshold.",
+        ),
+        click.option(
+            "--large-cluster-size-threshold",
+            type=click.IntRange(0),
+            show_default=True,
+            default=_DEFAULTS.large_cluster_size_threshold,
+            help="Zones with more nodes keep the secondary rate when unhealthy.",
+        ),
+        click.option(
+            "--unhealthy-zone-threshold",
+            type=click.FloatRange(0, 1),
+            show_default=True,
+            default=_DEFAULTS.unhealthy_zone_threshold,
+            help="Fraction of nodes down (at least 3) that makes a zone unhealthy.",
+        ),
+        click.option(
+            "--default-not-ready-toleration-seconds",
+            type=click.IntRange(0),
+            default=300,
+            show_default=True,
+            help="tolerationSeconds DefaultTolerationSeconds gives for not-ready.",
+        ),
+        click.option(
+            "--default-unreachable-toleration-seconds",
+            type=click.IntRange(0),
+            default=300,
+            show_default=True,
+            help="tolerationSeconds DefaultTolerationSeconds gives for unreachable.",
+        ),
+    ]
+    for decorator in reversed(decorators):
+        function = decorator(function)
+    return function
+
+
 def _run(
     data_dir: Path,
     port: int,
@@ -73,6 +171,8 @@ def _run(
     *,
     nodes: list[NodeShape] | None = None,
     clock: Clock | None = None,
+    controller_config: ControllerConfig | None = None,
+    default_toleration_seconds: tuple[int, int] = (300, 300),
 ) -> None:
     started = time.perf_counter()  # wall time of start-up, for the user
     try:
@@ -87,6 +187,8 @@ def _run(
         features=features,
         components=components,
         nodes=nodes or [],
+        controller_config=controller_config,
+        default_toleration_seconds=default_toleration_seconds,
     )
     cluster = Cluster(config, clock)
     try:
@@ -151,6 +253,7 @@ def _run(
     show_default=True,
     help="'virtual' stands still until `taintplane clock advance` moves it.",
 )
+@_lifecycle_options
 def up_command(
     data_dir: Path,
     port: int,
@@ -160,6 +263,15 @@ def up_command(
     node_count: int | None,
     cluster_file: Path | None,
     clock_kind: str,
+    node_monitor_period: float,
+    node_monitor_grace_period: float,
+    node_startup_grace_period: float,
+    node_eviction_rate: float,
+    secondary_node_eviction_rate: float,
+    large_cluster_size_threshold: int,
+    unhealthy_zone_threshold: float,
+    default_not_ready_toleration_seconds: int,
+    default_unreachable_toleration_seconds: int,
 ) -> None:
     """Run a whole local cluster: the API server on an embedded SQLite store, the scheduler,
     the controller manager and simulated nodes."""
@@ -188,6 +300,21 @@ def up_command(
         ("scheduler", "controller-manager", "agents"),
         nodes=nodes,
         clock=clock,
+        controller_config=ControllerConfig(
+            node_lifecycle=NodeLifecycleConfig(
+                node_monitor_period=node_monitor_period,
+                node_monitor_grace_period=node_monitor_grace_period,
+                node_startup_grace_period=node_startup_grace_period,
+                node_eviction_rate=node_eviction_rate,
+                secondary_node_eviction_rate=secondary_node_eviction_rate,
+                large_cluster_size_threshold=large_cluster_size_threshold,
+                unhealthy_zone_threshold=unhealthy_zone_threshold,
+            )
+        ),
+        default_toleration_seconds=(
+            default_not_ready_toleration_seconds,
+            default_unreachable_toleration_seconds,
+        ),
     )
 
 

@@ -78,6 +78,8 @@ class ClusterConfig:
     nodes: list[NodeShape] = field(default_factory=list)
     kubelet: KubeletConfig = field(default_factory=KubeletConfig)
     controller_config: ControllerConfig | None = None
+    #: kube-apiserver's --default-not-ready-toleration-seconds / --default-unreachable-...
+    default_toleration_seconds: tuple[int, int] = (300, 300)
 
 
 class Cluster:
@@ -139,6 +141,8 @@ class Cluster:
             self.clock,
             features=self.config.features,
             server_address=f"{self.config.host}:{self.port}",
+            default_not_ready_toleration_seconds=self.config.default_toleration_seconds[0],
+            default_unreachable_toleration_seconds=self.config.default_toleration_seconds[1],
         )
         await self.apiserver.bootstrap()
         write_kubeconfig(self.kubeconfig_path, self.url)
