@@ -17,12 +17,11 @@ item falls due, which is the same up to that tick.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry
 
 from taintplane.api.decoding import format_time
 from taintplane.api.wellknown import TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE
@@ -38,6 +37,12 @@ from taintplane.controllers.nodelifecycle.conditions import (
 from taintplane.controllers.nodelifecycle.health import NodeHealthTracker
 from taintplane.controllers.nodelifecycle.queue import RateLimitedTimedQueue, TimedValue
 from taintplane.controllers.nodelifecycle.taints import has_taint, swap_taints
+from taintplane.controllers.nodelifecycle.zones import (
+    NodeCollectorMetrics,
+    Zones,
+    ZoneState,
+    zone_key,
+)
 
 __all__ = ["NodeLifecycleConfig", "NodeLifecycleController", "ZoneState", "zone_key"]
 
@@ -48,13 +53,6 @@ PODS = resource("", "v1", "pods")
 COMPONENT = "node-controller"
 NO_EXECUTE = "NoExecute"
 EXCLUDE_DISRUPTION_LABEL = "node.kubernetes.io/exclude-disruption"
-
-
-class ZoneState(enum.StrEnum):
-    INITIAL = "Initial"
-    NORMAL = "Normal"
-    FULL_DISRUPTION = "FullDisruption"
-    PARTIAL_DISRUPTION = "PartialDisruption"
 
 
 @dataclass
@@ -68,62 +66,6 @@ class NodeLifecycleConfig:
     secondary_node_eviction_rate: float = 0.01
     large_cluster_size_threshold: int = 50
     unhealthy_zone_threshold: float = 0.55
-
-
-def zone_key(node: dict[str, Any]) -> str:
-    """``GetZoneKey``: region and zone labels (beta ones first), or "" without either."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    zone = labels.get(
-        "failure-domain.beta.kubernetes.io/zone", labels.get("topology.kubernetes.io/zone", "")
-    )
-    region = labels.get(
-        "failure-domain.beta.kubernetes.io/region",
-        labels.get("topology.kubernetes.io/region", ""),
-    )
-    if not region and not zone:
-        return ""
-    return f"{region}:\x00:{zone}"
-
-
-@dataclass
-class _Metrics:
-    registry: CollectorRegistry
-    zone_health: Gauge = field(init=False)
-    zone_size: Gauge = field(init=False)
-    unhealthy: Gauge = field(init=False)
-    evictions: Counter = field(init=False)
-
-    def __post_init__(self) -> None:
-        sub, reg = "node_collector", self.registry
-        self.zone_health = Gauge(
-            "zone_health",
-            "Gauge measuring percentage of healthy nodes per zone.",
-            ["zone"],
-            subsystem=sub,
-            registry=reg,
-        )
-        self.zone_size = Gauge(
-            "zone_size",
-            "Gauge measuring number of registered Nodes per zones.",
-            ["zone"],
-            subsystem=sub,
-            registry=reg,
-        )
-        self.unhealthy = Gauge(
-            "unhealthy_nodes_in_zone",
-            "Gauge measuring number of not Ready Nodes per zones.",
-            ["zone"],
-            subsystem=sub,
-            registry=reg,
-        )
-        self.evictions = Counter(
-            "evictions",
-            "Number of Node evictions that happened since current instance of NodeController "
-            "started.",
-            ["zone"],
-            subsystem=sub,
-            registry=reg,
-        )
 
 
 class NodeLifecycleController:
@@ -143,11 +85,10 @@ class NodeLifecycleController:
         self.pods = informers.pods
         self.leases = informers.informer("coordination.k8s.io", "v1", "leases")
         self.recorder = EventRecorder(client, clock, COMPONENT)
-        self.metrics = _Metrics(registry or CollectorRegistry())
+        self.metrics = NodeCollectorMetrics(registry or CollectorRegistry())
         self.health = NodeHealthTracker(self.config)
         self.known: dict[str, dict[str, Any]] = {}
-        self.zone_states: dict[str, ZoneState] = {}
-        self.tainters: dict[str, RateLimitedTimedQueue] = {}
+        self.zones = Zones(clock, self.config, self.metrics)
         self._wake = asyncio.Event()
         self._background: set[asyncio.Future[None]] = set()
         self.node_queue = WorkQueue(clock, name="node-lifecycle-nodes")
@@ -272,7 +213,12 @@ class NodeLifecycleController:
                 name = node["metadata"]["name"]
                 await self._node_event(node, "NodeNotReady", "", status_change=True)
                 await self.mark_pods_not_ready(self.pods.by_index("node", name), name)
-        await self._handle_disruption(zone_conditions, nodes)
+        await self.zones.handle_disruption(
+            zone_conditions,
+            nodes,
+            self.mark_node_as_reachable,
+            lambda: self.health.restart_all(self.clock.now()),
+        )
         self._wake.set()
 
     async def _update_health(
@@ -321,14 +267,7 @@ class NodeLifecycleController:
     # ---- NoExecute tainting ------------------------------------------------------------------
 
     def _zone_for(self, node: dict[str, Any]) -> RateLimitedTimedQueue:
-        zone = zone_key(node)
-        tainter = self.tainters.get(zone)
-        if tainter is None:
-            tainter = RateLimitedTimedQueue(self.clock, self.config.node_eviction_rate)
-            self.tainters[zone] = tainter
-            self.zone_states[zone] = ZoneState.INITIAL
-            self.metrics.evictions.labels(zone).inc(0)
-        return tainter
+        return self.zones.tainter_for(node)
 
     async def _taint_based_eviction(self, node: dict[str, Any], observed: dict[str, Any]) -> None:
         status = observed.get("status")
@@ -401,9 +340,9 @@ class NodeLifecycleController:
     async def _tainting_loop(self) -> None:
         while True:
             self._wake.clear()
-            for tainter in list(self.tainters.values()):
+            for tainter in list(self.zones.tainters.values()):
                 await tainter.try_each(self._taint_one)
-            waits = [w for t in self.tainters.values() if (w := t.next_due()) is not None]
+            waits = [w for t in self.zones.tainters.values() if (w := t.next_due()) is not None]
             if not waits:
                 await self._wake.wait()
                 continue
@@ -412,74 +351,3 @@ class NodeLifecycleController:
             await asyncio.wait({sleeper, woken}, return_when=asyncio.FIRST_COMPLETED)
             for task in (sleeper, woken):
                 task.cancel()
-
-    # ---- zones -------------------------------------------------------------------------------
-
-    def compute_zone_state(self, conditions: list[dict[str, Any] | None]) -> tuple[int, ZoneState]:
-        ready = sum(1 for c in conditions if c is not None and c.get("status") == "True")
-        not_ready = len(conditions) - ready
-        if ready == 0 and not_ready > 0:
-            return not_ready, ZoneState.FULL_DISRUPTION
-        if (
-            not_ready > 2
-            and not_ready / (not_ready + ready) >= self.config.unhealthy_zone_threshold
-        ):
-            return not_ready, ZoneState.PARTIAL_DISRUPTION
-        return not_ready, ZoneState.NORMAL
-
-    def _rate_for(self, state: ZoneState, zone_size: int) -> float:
-        if state == ZoneState.PARTIAL_DISRUPTION:
-            if zone_size > self.config.large_cluster_size_threshold:
-                return self.config.secondary_node_eviction_rate
-            return 0.0
-        return self.config.node_eviction_rate  # Normal, and FullDisruption of one zone
-
-    async def _handle_disruption(
-        self, zone_conditions: dict[str, list[dict[str, Any] | None]], nodes: list[dict[str, Any]]
-    ) -> None:
-        new_states: dict[str, ZoneState] = {}
-        all_fully_disrupted = True
-        for zone, conditions in zone_conditions.items():
-            unhealthy, state = self.compute_zone_state(conditions)
-            size = len(conditions)
-            self.metrics.zone_size.labels(zone).set(size)
-            self.metrics.unhealthy.labels(zone).set(unhealthy)
-            self.metrics.zone_health.labels(zone).set(
-                100.0 * (size - unhealthy) / size if size else 100.0
-            )
-            if state != ZoneState.FULL_DISRUPTION:
-                all_fully_disrupted = False
-            new_states[zone] = state
-            self.zone_states.setdefault(zone, ZoneState.INITIAL)
-        all_were_fully_disrupted = True
-        for zone in list(self.zone_states):
-            if zone not in zone_conditions:
-                del self.zone_states[zone]
-                self.tainters.pop(zone, None)
-                continue
-            if self.zone_states[zone] != ZoneState.FULL_DISRUPTION:
-                all_were_fully_disrupted = False
-        if all_fully_disrupted and all_were_fully_disrupted:
-            return
-        if all_fully_disrupted:
-            log.info("all nodes are not ready: entering master disruption mode")
-            for node in nodes:
-                await self.mark_node_as_reachable(node)
-            for zone in self.zone_states:
-                self.tainters[zone].swap_limiter(0.0)
-                self.zone_states[zone] = ZoneState.FULL_DISRUPTION
-            return
-        if all_were_fully_disrupted:
-            log.info("some nodes are ready: exiting master disruption mode")
-            self.health.restart_all(self.clock.now())
-            for zone in self.zone_states:
-                rate = self._rate_for(new_states[zone], len(zone_conditions[zone]))
-                self.tainters[zone].swap_limiter(rate)
-                self.zone_states[zone] = new_states[zone]
-            return
-        for zone, state in list(self.zone_states.items()):
-            new = new_states[zone]
-            if state == new:
-                continue
-            self.tainters[zone].swap_limiter(self._rate_for(new, len(zone_conditions[zone])))
-            self.zone_states[zone] = new
