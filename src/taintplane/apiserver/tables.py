@@ -226,10 +226,10 @@ def _node_status(obj: Obj, _: datetime) -> object:
     ready = next(
         (c for c in conditions if isinstance(c, Mapping) and c.get("type") == "Ready"), None
     )
-    if ready is None:
-        state = "Unknown"
-    else:
-        state = {"True": "Ready", "False": "NotReady"}.get(str(ready.get("status")), "Unknown")
+    # printNode: Ready when the condition is True, NotReady for False and Unknown alike.
+    state = "Unknown" if ready is None else "NotReady"
+    if ready is not None and ready.get("status") == "True":
+        state = "Ready"
     if _get(obj, "spec", "unschedulable", default=False):
         state += ",SchedulingDisabled"
     return state

@@ -22,7 +22,17 @@ def now_command(kubeconfig: str | None) -> None:
     click.echo(admin_call(kubeconfig, "GET", "clock")["now"])
 
 
-@clock_group.command("advance")
+class _DurationCommand(click.Command):
+    """Takes "-5s" or "-.5h" as the DURATION (to refuse it clearly), not as options."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        negative = [a for a in args if len(a) > 1 and a[0] == "-" and a[1] in "0123456789."]
+        if negative:
+            args = [a for a in args if a not in negative] + ["--", *negative]
+        return super().parse_args(ctx, args)
+
+
+@clock_group.command("advance", cls=_DurationCommand)
 @click.argument("duration")
 @kubeconfig_option
 def advance_command(duration: str, kubeconfig: str | None) -> None:

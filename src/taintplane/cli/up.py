@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import errno
 import gc
+import signal
 import time
 from pathlib import Path
 
@@ -225,6 +226,9 @@ def _run(
     # time needs asyncio's own loop (it watches the loop's ready queue to know it is quiet).
     if not isinstance(cluster.clock, VirtualClock):
         uvloop.install()
+    # SIGTERM (kill, systemd, docker stop) stops it as Ctrl-C does: uvicorn shuts down, then
+    # re-raises the signal, which must reach cluster.close() rather than end the process.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a user stops it
         asyncio.run(main())
     click.echo("taintplane stopped")

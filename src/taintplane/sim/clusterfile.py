@@ -21,6 +21,7 @@ import yaml
 
 from taintplane.agents.nodes import NodeShape
 from taintplane.api.field import Path as FieldPath
+from taintplane.api.names import is_dns1123_subdomain
 from taintplane.api.taint_spec import TaintSpecError, parse_taint
 from taintplane.api.taints import Taint
 from taintplane.api.validation import validate_node_taints
@@ -38,24 +39,33 @@ def default_nodes(count: int) -> list[NodeShape]:
     return [NodeShape(f"node-{i}") for i in range(1, count + 1)]
 
 
-def _taint(item: Any, where: str) -> dict[str, Any]:
+def _taint(item: Any, where: str) -> Taint:
     if isinstance(item, str):
         try:
-            taint = parse_taint(item)
+            return parse_taint(item)
         except TaintSpecError as error:
             raise ClusterFileError(f"{where}: {error}") from error
-    elif isinstance(item, dict):
-        taint = Taint(
+    if isinstance(item, dict):
+        return Taint(
             key=str(item.get("key", "")),
             value=str(item.get("value", "")),
             effect=str(item.get("effect", "")),
         )
-    else:
-        raise ClusterFileError(f"{where}: a taint is KEY[=VALUE]:EFFECT or {{key, value, effect}}")
-    errors = validate_node_taints([taint], FieldPath.root("spec").child("taints"))
+    raise ClusterFileError(f"{where}: a taint is KEY[=VALUE]:EFFECT or {{key, value, effect}}")
+
+
+def _taints(value: Any, index: int) -> list[dict[str, Any]]:
+    where = f"pools[{index}].taints"
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ClusterFileError(f"{where} must be a list")
+    taints = [_taint(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    # As a whole, so two taints with one key and effect are refused as the API server would.
+    errors = validate_node_taints(taints, FieldPath.root("pools").index(index).child("taints"))
     if errors:
-        raise ClusterFileError(f"{where}: {errors[0]}")
-    return taint.to_dict()
+        raise ClusterFileError(str(errors[0]))
+    return [taint.to_dict() for taint in taints]
 
 
 def _strings(value: Any, where: str) -> dict[str, str]:
@@ -93,7 +103,10 @@ def parse_pools(data: Any) -> list[NodeShape]:
         zones = pool.get("zones") or ([pool["zone"]] if pool.get("zone") else [""])
         if not isinstance(zones, list):
             raise ClusterFileError(f"{where}.zones must be a list")
-        taints = [_taint(t, f"{where}.taints[{i}]") for i, t in enumerate(pool.get("taints") or [])]
+        problems = is_dns1123_subdomain(f"{name}-{count}") if count else []
+        if problems:
+            raise ClusterFileError(f"{where}.name {name!r} makes invalid node names: {problems[0]}")
+        taints = _taints(pool.get("taints"), index)
         labels = _strings(pool.get("labels"), f"{where}.labels")
         capacity = _strings(pool.get("capacity"), f"{where}.capacity")
         for i in range(1, count + 1):
