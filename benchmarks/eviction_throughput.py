@@ -103,6 +103,8 @@ async def run(nodes: int, pods: int, profile: str | None) -> dict[str, Any]:
                 profiler.dump_stats(profile)
                 pstats.Stats(profile).sort_stats("cumulative").print_stats(25)
             deleted = int(controller.metrics.deletions._value.get())
+            # advance() returns once everything due has run: every eviction is done.
+            assert deleted == scheduled, f"{deleted} of {scheduled} evicted"
             return {
                 "nodes": nodes,
                 "pods": pods,

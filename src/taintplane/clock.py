@@ -63,13 +63,16 @@ class VirtualClock:
         self._quiescence.append(check)
 
     async def _quiesce(self) -> None:
-        for _ in range(1000):
-            await settle()
+        # Until the loop stays idle and no outside work was waited for. The bound only stops
+        # a component that spins forever (none should); real work, however much, finishes.
+        for _ in range(1_000_000):
+            quiet = await settle()
             waited = False
             for check in self._quiescence:
                 waited = await check() or waited
-            if not waited:
+            if quiet and not waited:
                 return
+        raise RuntimeError("the event loop never became quiet: a component is spinning")
 
     def now(self) -> datetime:
         return self._start + timedelta(seconds=self._elapsed)
@@ -107,8 +110,9 @@ class VirtualClock:
         await self._quiesce()
 
 
-async def settle(rounds: int = 64, is_quiet: Callable[[], bool] | None = None) -> None:
-    """Let the running loop run every ready callback, repeatedly, until nothing new is ready.
+async def settle(rounds: int = 64, is_quiet: Callable[[], bool] | None = None) -> bool:
+    """Let the running loop run every ready callback, repeatedly, until nothing new is ready;
+    whether it got quiet within ``rounds`` turns.
 
     asyncio has no public "idle" signal; we yield until the loop's ready queue stays empty
     for two consecutive turns (or ``rounds`` turns pass, which bounds busy loops).
@@ -121,4 +125,5 @@ async def settle(rounds: int = 64, is_quiet: Callable[[], bool] | None = None) -
         idle = (ready is not None and len(ready) == 0) and (is_quiet is None or is_quiet())
         quiet_turns = quiet_turns + 1 if idle else 0
         if quiet_turns >= 2:
-            return
+            return True
+    return False
