@@ -13,6 +13,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from taintplane.api.field import FieldError, Path
 from taintplane.api.scheme import ResourceType
 from taintplane.api.selectors import (
     FieldSelector,
@@ -414,6 +415,12 @@ class ResourceHandlers:
         grace = _query_int(request, "gracePeriodSeconds")
         if grace is not None:
             options["gracePeriodSeconds"] = grace
+        policy = request.query_params.get("propagationPolicy")
+        if policy is not None:
+            options["propagationPolicy"] = policy
+        orphan = request.query_params.get("orphanDependents")
+        if orphan is not None:
+            options["orphanDependents"] = orphan == "true"
         return options
 
     async def _delete(self, request: Request, info: RequestInfo) -> Response:
@@ -425,6 +432,7 @@ class ResourceHandlers:
             grace_period=options.get("gracePeriodSeconds"),
             preconditions=options.get("preconditions"),
             dry_run=self._dry_run(request),
+            propagation=propagation_policy(options),
         )
         if gone and info.resource.kind not in ("Pod",):
             details: dict[str, Any] = {"name": info.name}
@@ -449,6 +457,7 @@ class ResourceHandlers:
                     obj["metadata"]["name"],
                     grace_period=options.get("gracePeriodSeconds"),
                     dry_run=self._dry_run(request),
+                    propagation=propagation_policy(options),
                 )
             except APIError as error:
                 if error.code == 404:
@@ -570,3 +579,43 @@ class ResourceHandlers:
             close = getattr(events, "aclose", None)
             if close is not None:
                 await close()
+
+
+PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
+
+
+def _invalid_delete_options(error: FieldError) -> APIError:
+    # errors.NewInvalid(meta.k8s.io DeleteOptions, "", errs)
+    return APIError.make(
+        422,
+        "Invalid",
+        f'DeleteOptions.meta.k8s.io "" is invalid: {error}',
+        {
+            "group": "meta.k8s.io",
+            "kind": "DeleteOptions",
+            "causes": [{"reason": error.type.reason, "message": error.body, "field": error.field}],
+        },
+    )
+
+
+def propagation_policy(options: dict[str, Any]) -> str | None:
+    """DeleteOptions' ``propagationPolicy`` (or the deprecated ``orphanDependents``), checked
+    as upstream's ValidateDeleteOptions does."""
+    policy = options.get("propagationPolicy")
+    orphan = options.get("orphanDependents")
+    path = Path.root("propagationPolicy")
+    if policy is not None and orphan is not None:
+        raise _invalid_delete_options(
+            FieldError.invalid(
+                path, policy, "orphanDependents and deletionPropagation cannot be both set"
+            )
+        )
+    if policy is None:
+        if orphan is None:
+            return None
+        return "Orphan" if orphan else "Background"
+    if policy not in PROPAGATION_POLICIES:
+        raise _invalid_delete_options(
+            FieldError.not_supported(path, policy, [*PROPAGATION_POLICIES, "nil"])
+        )
+    return str(policy)

@@ -504,8 +504,14 @@ class Registry:
         grace_period: int | None = None,
         preconditions: dict[str, Any] | None = None,
         dry_run: bool = False,
+        propagation: str | None = None,
     ) -> tuple[dict[str, Any], bool]:
-        """Delete, or start a graceful deletion. Returns the object and whether it is gone."""
+        """Delete, or start a graceful deletion. Returns the object and whether it is gone.
+
+        ``propagation`` Orphan or Foreground puts the garbage collector's finalizer on the
+        object (``orphan`` / ``foregroundDeletion``), so it stays until the collector has
+        orphaned or deleted its dependents; Background (the default) deletes it now and lets
+        the collector find the dependents."""
         obj = await self.get(resource, namespace, name)
         metadata = meta(obj)
         preconditions = preconditions or {}
@@ -529,6 +535,26 @@ class Registry:
             )
         await self.admit("DELETE", resource, namespace, None, obj, "")
         grace = self.strategy(resource).grace_period_seconds(obj, grace_period)
+        gc_finalizer = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}.get(
+            propagation or ""
+        )
+        if propagation is not None:
+            kept = [
+                f
+                for f in metadata.get("finalizers") or []
+                if f not in ("orphan", "foregroundDeletion")
+            ]
+            if gc_finalizer is not None:
+                kept.append(gc_finalizer)
+            if kept != (metadata.get("finalizers") or []):
+                if kept:
+                    metadata["finalizers"] = kept
+                else:
+                    metadata.pop("finalizers", None)
+                if metadata.get("deletionTimestamp"):
+                    # Already being deleted: only the garbage collection policy changes.
+                    grace = max(grace, int(metadata.get("deletionGracePeriodSeconds") or 0))
+                    metadata.pop("deletionTimestamp")
         finalizers = metadata.get("finalizers") or []
         if resource.kind == "Namespace":
             finalizers = [*finalizers, *((obj.get("spec") or {}).get("finalizers") or [])]

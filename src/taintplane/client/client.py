@@ -148,9 +148,22 @@ class Client:
         return result
 
     async def delete(
-        self, rt: ResourceType, name: str, namespace: str = "", *, grace_period: int | None = None
+        self,
+        rt: ResourceType,
+        name: str,
+        namespace: str = "",
+        *,
+        grace_period: int | None = None,
+        propagation: str | None = None,
+        uid: str | None = None,
     ) -> Any:
-        body = {} if grace_period is None else {"gracePeriodSeconds": grace_period}
+        body: dict[str, Any] = {}
+        if grace_period is not None:
+            body["gracePeriodSeconds"] = grace_period
+        if propagation is not None:
+            body["propagationPolicy"] = propagation
+        if uid is not None:
+            body["preconditions"] = {"uid": uid}
         return await self._call("DELETE", _path(rt, namespace, name), body=body)
 
     async def post_subresource(

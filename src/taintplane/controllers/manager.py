@@ -20,6 +20,7 @@ from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
 from taintplane.controllers.daemonset import DaemonSetController
 from taintplane.controllers.deployment import DeploymentController
+from taintplane.controllers.garbagecollector import GarbageCollector
 from taintplane.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from taintplane.controllers.podgc import PodGCController
 from taintplane.controllers.replicaset import ReplicaSetController
@@ -123,6 +124,7 @@ _FACTORIES: dict[str, Factory] = {
     "node-lifecycle-controller": _node_lifecycle,
     "daemonset-controller": _daemonset,
     "pod-garbage-collector-controller": _podgc,
+    "garbage-collector-controller": lambda m: GarbageCollector(m.client, m.clock, m.informers),
 }
 
 ALL_CONTROLLERS: tuple[str, ...] = tuple(_FACTORIES)
