@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from taintplane.agents.nodes import NodeShape
 from taintplane.client import ApiError, resource
 from tests.controllers.harness import Sim, simulate
@@ -129,17 +131,14 @@ def test_a_deleted_nodes_lease_is_collected(tmp_path: Path) -> None:
 def test_unknown_propagation_policy_is_refused(tmp_path: Path) -> None:
     async def scenario(sim: Sim) -> None:
         await sim.client.create(REPLICASETS, replicaset("web"), namespace="default")
-        try:
+        with pytest.raises(ApiError) as refused:
             await sim.client.delete(REPLICASETS, "web", "default", propagation="Sideways")
-        except ApiError as error:
-            assert error.code == 422
-            assert str(error) == (
-                'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported '
-                'value: "Sideways": supported values: "Foreground", "Background", "Orphan", '
-                '"nil"'
-            )
-        else:
-            raise AssertionError("the delete was accepted")
+        assert refused.value.code == 422
+        assert str(refused.value) == (
+            'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported '
+            'value: "Sideways": supported values: "Foreground", "Background", "Orphan", '
+            '"nil"'
+        )
         assert not await gone(sim, REPLICASETS, "web")
 
     simulate(tmp_path, scenario, controllers=CONTROLLERS)
