@@ -20,6 +20,7 @@ from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
 from taintplane.controllers.daemonset import DaemonSetController
 from taintplane.controllers.deployment import DeploymentController
+from taintplane.controllers.disruption import DisruptionController
 from taintplane.controllers.garbagecollector import GarbageCollector
 from taintplane.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from taintplane.controllers.podgc import PodGCController
@@ -125,6 +126,7 @@ _FACTORIES: dict[str, Factory] = {
     "daemonset-controller": _daemonset,
     "pod-garbage-collector-controller": _podgc,
     "garbage-collector-controller": lambda m: GarbageCollector(m.client, m.clock, m.informers),
+    "disruption-controller": lambda m: DisruptionController(m.client, m.clock, m.informers),
 }
 
 ALL_CONTROLLERS: tuple[str, ...] = tuple(_FACTORIES)
