@@ -9,7 +9,6 @@ from typing import Any
 
 from taintplane.client import resource
 from tests.controllers.harness import NODES, PODS, Sim, simulate
-from tests.controllers.quiet import track_thread_reads
 from tests.scheduler.builders import make_node, make_pod, taint
 
 DAEMONSETS = resource("apps", "v1", "daemonsets")
@@ -30,13 +29,9 @@ def run(
     scenario: Callable[[Sim], Awaitable[None]],
     controllers: tuple[str, ...] = DS_ONLY,
 ) -> None:
-    async def quiet_scenario(sim: Sim) -> None:
-        track_thread_reads(sim.clock)
-        await scenario(sim)
-
     simulate(
         tmp_path,
-        quiet_scenario,
+        scenario,
         components=("scheduler", "controller-manager"),
         controllers=controllers,
     )

@@ -11,7 +11,6 @@ from prometheus_client import generate_latest
 
 from taintplane.controllers.podgc import PodGCController
 from tests.controllers.harness import NODES, PODS, Sim, at, simulate
-from tests.controllers.quiet import track_thread_reads
 from tests.scheduler.builders import make_node, make_pod
 
 ONLY = ("pod-garbage-collector-controller",)
@@ -19,11 +18,7 @@ KEEP = "example.com/keep"  # a finalizer, so a deleted pod can still be read
 
 
 def run(tmp_path: Path, scenario: Callable[[Sim], Awaitable[None]]) -> None:
-    async def quiet_scenario(sim: Sim) -> None:
-        track_thread_reads(sim.clock)
-        await scenario(sim)
-
-    simulate(tmp_path, quiet_scenario, controllers=ONLY)
+    simulate(tmp_path, scenario, controllers=ONLY)
 
 
 def controller(sim: Sim) -> PodGCController:

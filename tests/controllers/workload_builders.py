@@ -7,7 +7,6 @@ from typing import Any
 from taintplane.api.decoding import format_time
 from taintplane.client import resource
 from tests.controllers.harness import PODS, Sim
-from tests.controllers.quiet import track_thread_reads
 
 REPLICASETS = resource("apps", "v1", "replicasets")
 DEPLOYMENTS = resource("apps", "v1", "deployments")
@@ -67,10 +66,7 @@ def make_orphan(name: str, labels: dict[str, str], node: str = "") -> dict[str, 
 
 
 async def warm_up(sim: Sim) -> None:
-    """Make ``advance`` wait for the store's reads on worker threads too (see
-    :mod:`tests.controllers.quiet`): a pod create that first lists PriorityClasses for
-    admission could otherwise finish after ``advance`` returned."""
-    track_thread_reads(sim.clock)
+    """Let start-up work (informers syncing, the first PriorityClass list) settle."""
     await sim.advance(0)
 
 
