@@ -88,6 +88,11 @@ class Client:
             )
         return data
 
+    async def version(self) -> dict[str, Any]:
+        """The server's ``/version`` (also a cheap check that it answers)."""
+        result: dict[str, Any] = await self._call("GET", "/version")
+        return result
+
     async def get(self, rt: ResourceType, name: str, namespace: str = "") -> dict[str, Any]:
         result: dict[str, Any] = await self._call("GET", _path(rt, namespace, name))
         return result

@@ -1,0 +1,136 @@
+"""Split deployment: ``taintplane scheduler | controller-manager | agents`` run one component
+against a running API server (``taintplane serve``, or another cluster's), found through the
+kubeconfig, on the real clock. One instance of each: there is no leader election yet."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import click
+
+from taintplane.cli.admin import kubeconfig_option
+from taintplane.cli.kubeconfig import load_target
+from taintplane.client import Client, HTTPTransport
+from taintplane.clock import RealClock
+
+__all__ = ["agents_command", "controller_manager_command", "scheduler_command"]
+
+
+def _run(kubeconfig: str | None, what: str, build: Callable[[Client], Awaitable[None]]) -> None:
+    target = load_target(kubeconfig)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+    async def main() -> None:
+        transport = HTTPTransport(target.server, token=target.token, verify=target.verify)
+        client = Client(transport, field_manager=f"taintplane-{what}")
+        try:
+            await client.version()
+        except Exception as error:
+            raise click.ClickException(
+                f"cannot reach the API server at {target.server}: {error}; "
+                "start it with `taintplane serve` (or `taintplane up`) first"
+            ) from error
+        click.echo(f"taintplane {what} running against {target.server}")
+        try:
+            await build(client)
+        finally:
+            await transport.close()
+
+    # SIGTERM stops it as Ctrl-C does (the component's tasks are cancelled and cleaned up).
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
+    click.echo(f"taintplane {what} stopped")
+
+
+@click.command("scheduler")
+@kubeconfig_option
+def scheduler_command(kubeconfig: str | None) -> None:
+    """Run the scheduler alone against an API server."""
+    from taintplane.scheduler.scheduler import Scheduler
+
+    async def run(client: Client) -> None:
+        await Scheduler(client, RealClock()).run()
+
+    _run(kubeconfig, "scheduler", run)
+
+
+@click.command("controller-manager")
+@kubeconfig_option
+@click.option(
+    "--controllers",
+    default="*",
+    show_default=True,
+    help="Comma-separated controller names to run ('*' for all), as kube-controller-manager.",
+)
+def controller_manager_command(kubeconfig: str | None, controllers: str) -> None:
+    """Run the controller manager alone against an API server."""
+    from taintplane.controllers.manager import (
+        ALL_CONTROLLERS,
+        ControllerConfig,
+        ControllerManager,
+    )
+
+    names = (
+        ALL_CONTROLLERS
+        if controllers.strip() == "*"
+        else tuple(n.strip() for n in controllers.split(",") if n.strip())
+    )
+    unknown = [n for n in names if n not in ALL_CONTROLLERS]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown controller(s) {', '.join(unknown)}; known: {', '.join(ALL_CONTROLLERS)}",
+            param_hint="--controllers",
+        )
+
+    async def run(client: Client) -> None:
+        await ControllerManager(client, RealClock(), ControllerConfig(controllers=names)).run()
+
+    _run(kubeconfig, "controller-manager", run)
+
+
+@click.command("agents")
+@kubeconfig_option
+@click.option(
+    "--nodes",
+    "node_count",
+    type=click.IntRange(0, 100_000),
+    default=None,
+    help="Simulated nodes node-1..node-N (default 3).",
+)
+@click.option(
+    "--cluster",
+    "cluster_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="YAML file of node pools, as for `taintplane up --cluster`.",
+)
+def agents_command(
+    kubeconfig: str | None, node_count: int | None, cluster_file: Path | None
+) -> None:
+    """Run simulated kubelets alone against an API server."""
+    from taintplane.agents.kubelet import Kubelets
+    from taintplane.sim.clusterfile import ClusterFileError, default_nodes, load_cluster_file
+
+    if cluster_file is not None and node_count is not None:
+        raise click.UsageError("--nodes and --cluster exclude each other: pick one")
+    try:
+        shapes = (
+            load_cluster_file(cluster_file)
+            if cluster_file is not None
+            else default_nodes(3 if node_count is None else node_count)
+        )
+    except ClusterFileError as error:
+        raise click.UsageError(f"--cluster: {error}") from error
+
+    async def run(client: Client) -> None:
+        kubelets = Kubelets(client, RealClock())
+        await kubelets.add(shapes)
+        click.echo(f"{len(shapes)} simulated node(s) registered")
+        await kubelets.run()
+
+    _run(kubeconfig, "agents", run)
