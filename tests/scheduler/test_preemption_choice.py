@@ -50,3 +50,56 @@ def test_never_policy_preempts_nobody():
         "0/1 nodes are available: 1 Insufficient cpu. "
         "preemption: not eligible due to preemptionPolicy=Never."
     )
+
+
+def budget(name, app, allowed, disrupted=()):
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": app}}, "minAvailable": 1},
+        "status": {"disruptionsAllowed": allowed, "disruptedPods": dict.fromkeys(disrupted, "")},
+    }
+
+
+def labelled(name, node, priority, app, cpu="1"):
+    pod = placed(name, node, priority, cpu)
+    pod["metadata"]["labels"] = {"app": app}
+    return pod
+
+
+def test_the_node_whose_victims_violate_fewer_budgets_wins():
+    """Node a's victims are cheaper by priority, but evicting them breaks a budget with no
+    disruptions left; upstream prefers node b, which breaks none."""
+    view = Offline(
+        make_node("a", cpu="1"),
+        make_node("b", cpu="1"),
+        pods=[labelled("a-1", "a", 5, "guarded"), labelled("b-1", "b", 10, "free")],
+    )
+    view.scheduler.pdb_informer.cache["default/guard"] = budget("guard", "guarded", 0)
+    decision = decide(view, make_pod("big", priority=100, requests={"cpu": "1"}))
+    assert decision.nominated == "b"
+    assert [v.name for v in decision.victims] == ["b-1"]
+
+
+def test_budget_violating_pods_are_reprieved_first():
+    """Either of two pods must go; the one whose budget has no room is given back first, even
+    though it has the lower priority."""
+    view = Offline(
+        make_node("a", cpu="2"),
+        pods=[labelled("guarded", "a", 5, "guarded"), labelled("free", "a", 10, "free")],
+    )
+    view.scheduler.pdb_informer.cache["default/guard"] = budget("guard", "guarded", 0)
+    decision = decide(view, make_pod("needs-one", priority=100, requests={"cpu": "1"}))
+    assert [v.name for v in decision.victims] == ["free"]
+
+
+def test_a_pod_the_budget_already_counts_as_disrupted_does_not_violate_it():
+    from taintplane.scheduler.preemption import split_by_budget_violation
+
+    pods = [
+        PodInfo.of(labelled("gone", "a", 5, "guarded")),
+        PodInfo.of(labelled("next", "a", 5, "guarded")),
+    ]
+    violating, fine = split_by_budget_violation(
+        pods, [budget("guard", "guarded", 0, disrupted=("gone",))]
+    )
+    assert ([p.name for p in violating], [p.name for p in fine]) == (["next"], ["gone"])

@@ -5,14 +5,17 @@ UnschedulableAndUnresolvable (a taint, an affinity…). Elsewhere it removes, in
 pods of lower priority, runs the filters again and gives back every pod it can. When no node
 would then fit, the message is another ``0/N nodes are available`` over those per-node
 results, prefixed ``preemption:``. When one does, the scheduler evicts that node's victims
-and nominates the node for the pod. PodDisruptionBudgets are not weighed (upstream prefers
-candidates that violate fewer of them).
+and nominates the node for the pod. PodDisruptionBudgets are weighed as upstream does: victims
+whose eviction would take a budget below zero allowed disruptions are reprieved first, and the
+node whose victims violate the fewest budgets is preferred.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
+from taintplane.api.selectors import SelectorError, label_selector_from_dict
 from taintplane.scheduler.diagnosis import Diagnosis, fit_error_message
 from taintplane.scheduler.framework import Code, CycleState, Framework, Status
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -45,24 +48,75 @@ def _fits(
             node.add_pod(victim)
 
 
+def split_by_budget_violation(
+    pods: Sequence[PodInfo], budgets: Sequence[dict[str, Any]]
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """``filterPodsWithPDBViolation``: (violating, non-violating), each in the given order. A pod
+    violates a budget when evicting it, after the pods before it, takes the budget's allowed
+    disruptions below zero (pods the budget already counts as disrupted do not count)."""
+    allowed = [int((b.get("status") or {}).get("disruptionsAllowed") or 0) for b in budgets]
+    selectors = []
+    for budget in budgets:
+        spec_selector = (budget.get("spec") or {}).get("selector")
+        try:
+            selectors.append(
+                None if spec_selector is None else label_selector_from_dict(spec_selector)
+            )
+        except SelectorError:
+            selectors.append(None)
+    violating: list[PodInfo] = []
+    fine: list[PodInfo] = []
+    for pod in pods:
+        meta = pod.pod.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        violates = False
+        for index, budget in enumerate(budgets):
+            selector = selectors[index]
+            if (
+                selector is None
+                or selector.is_empty()
+                or (budget.get("metadata") or {}).get("namespace") != pod.namespace
+                or not selector.matches(labels)
+            ):
+                continue
+            disrupted = (budget.get("status") or {}).get("disruptedPods") or {}
+            if meta.get("name") in disrupted:
+                continue
+            allowed[index] -= 1
+            if allowed[index] < 0:
+                violates = True
+        (violating if violates else fine).append(pod)
+    return violating, fine
+
+
 def _select_victims(
-    framework: Framework, state: CycleState, pod: PodInfo, node: NodeInfo
-) -> tuple[list[PodInfo], Status | None]:
+    framework: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    node: NodeInfo,
+    budgets: Sequence[dict[str, Any]] = (),
+) -> tuple[list[PodInfo], int, Status | None]:
     """Upstream's SelectVictimsOnNode: take every lower-priority pod off, check the pod fits,
-    then give back as many as possible, highest priority first; the rest are the victims."""
+    then give back as many as possible — budget-violating ones first, each group highest
+    priority first; the rest are the victims. Also returns how many victims violate budgets."""
     lower = [p for p in node.pods.values() if p.priority < pod.priority]
     if not lower:
-        return [], Status.unresolvable(NO_VICTIMS)
+        return [], 0, Status.unresolvable(NO_VICTIMS)
     outcome = _fits(framework, state, pod, node, lower)
     if outcome is not None:
-        return [], outcome
+        return [], 0, outcome
     lower.sort(key=lambda p: (-p.priority, p.key))
+    violating, fine = split_by_budget_violation(lower, budgets)
+    ordered = violating + fine
     victims: list[PodInfo] = []
-    for index, candidate in enumerate(lower):
-        still_off = victims + lower[index + 1 :]
+    violations = 0
+    for index, candidate in enumerate(ordered):
+        still_off = victims + ordered[index + 1 :]
         if _fits(framework, state, pod, node, still_off) is not None:
             victims.append(candidate)  # reprieving it would leave no room
-    return victims, None
+            if index < len(violating):
+                violations += 1
+    return victims, violations, None
 
 
 def evaluate_preemption(
@@ -71,6 +125,7 @@ def evaluate_preemption(
     pod: PodInfo,
     nodes: Sequence[NodeInfo],
     statuses: Mapping[str, Status],
+    budgets: Sequence[dict[str, Any]] = (),
 ) -> PreemptionResult:
     spec = pod.pod.get("spec") or {}
     if spec.get("preemptionPolicy") == "Never":
@@ -83,19 +138,20 @@ def evaluate_preemption(
         # Room is being made on the nominated node already: wait for it, evict nobody else.
         return PreemptionResult("preemption: " + NOT_ELIGIBLE_TERMINATING)
     results: dict[str, Status] = {}
-    candidates: list[tuple[tuple[int, int, int, str], list[PodInfo]]] = []
+    candidates: list[tuple[tuple[int, int, int, int, str], list[PodInfo]]] = []
     for node in nodes:
         status = statuses.get(node.name)
         if status is None or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             continue  # counted as absent: "not helpful"
-        victims, outcome = _select_victims(framework, state, pod, node)
+        victims, violations, outcome = _select_victims(framework, state, pod, node, budgets)
         if outcome is not None:
             results[node.name] = outcome
             continue
-        # Upstream's pickOneNodeForPreemption, in order: the lowest highest-victim priority,
-        # the smallest sum of victim priorities, the fewest victims (then the name, for a
-        # stable choice where upstream compares start times).
+        # Upstream's pickOneNodeForPreemption, in order: the fewest budget violations, the
+        # lowest highest-victim priority, the smallest sum of victim priorities, the fewest
+        # victims (then the name, for a stable choice where upstream compares start times).
         key = (
+            violations,
             max(v.priority for v in victims),
             sum(v.priority for v in victims),
             len(victims),

@@ -50,6 +50,7 @@ MIN_FEASIBLE_PERCENTAGE = 5
 
 NODES = resource("", "v1", "nodes")
 PODS = resource("", "v1", "pods")
+PDBS = resource("policy", "v1", "poddisruptionbudgets")
 EVENTS = resource("", "v1", "events")
 
 
@@ -138,6 +139,9 @@ class Scheduler:
             on_update=self._pod_updated,
             on_delete=self._pod_deleted,
         )
+        # Budgets weigh preemption's choice of victims (their status, kept by the
+        # disruption controller, says how many disruptions each still allows).
+        self.pdb_informer = Informer(client, PDBS)
 
     # ---- running ---------------------------------------------------------------------------
 
@@ -145,6 +149,7 @@ class Scheduler:
         informers = [
             asyncio.create_task(self.node_informer.run()),
             asyncio.create_task(self.pod_informer.run()),
+            asyncio.create_task(self.pdb_informer.run()),
         ]
         try:
             await self.node_informer.synced.wait()
@@ -340,7 +345,14 @@ class Scheduler:
             self._next_start = (start + processed) % len(nodes)
         if not feasible:
             diagnosis = Diagnosis(len(nodes), statuses)
-            preemption = evaluate_preemption(self.framework, state, pod, nodes, statuses)
+            preemption = evaluate_preemption(
+                self.framework,
+                state,
+                pod,
+                nodes,
+                statuses,
+                budgets=list(self.pdb_informer.cache.values()),
+            )
             diagnosis.post_filter_message = preemption.message
             return Decision(
                 diagnosis=diagnosis,
