@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 import yaml
 
+from taintplane.apiserver import protobuf
 from taintplane.apiserver.status import APIError
 
 __all__ = ["MAX_BODY_BYTES", "clone", "decode_body", "encode", "wants_table"]
@@ -30,7 +31,8 @@ def media_type(content_type: str | None) -> str:
 
 
 def decode_body(raw: bytes, content_type: str | None) -> Any:
-    """Parse a JSON or YAML body; malformed input is a 400 with the parser's reason."""
+    """Parse a JSON, YAML or Kubernetes protobuf body; malformed input is a 400 with the
+    parser's reason."""
     if len(raw) > MAX_BODY_BYTES:
         raise APIError.too_large("Request entity too large: limit is 3145728")
     kind = media_type(content_type)
@@ -48,6 +50,11 @@ def decode_body(raw: bytes, content_type: str | None) -> Any:
             raise APIError.bad_request(f"error converting YAML to JSON: {error}") from error
         except (TypeError, orjson.JSONEncodeError) as error:
             raise APIError.bad_request(f"error converting YAML to JSON: {error}") from error
+    if kind == PROTOBUF:
+        try:
+            return protobuf.decode(raw) if raw else None
+        except protobuf.ProtobufError as error:
+            raise APIError.bad_request(f"error decoding protobuf body: {error}") from error
     raise APIError.unsupported_media_type(kind)
 
 

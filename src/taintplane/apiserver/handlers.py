@@ -150,11 +150,7 @@ class ResourceHandlers:
     async def _body(self, request: Request) -> Any:
         if hasattr(request.state, "body"):
             return request.state.body  # already converted from a served version (conversion.py)
-        raw = await request.body()
-        content_type = request.headers.get("content-type")
-        if codec.media_type(content_type) == codec.PROTOBUF:
-            return None  # only DeleteOptions arrive this way (drain's fallback); defaults apply
-        return codec.decode_body(raw, content_type)
+        return codec.decode_body(await request.body(), request.headers.get("content-type"))
 
     @staticmethod
     def _require_object(body: Any) -> dict[str, Any]:
