@@ -103,3 +103,22 @@ def test_a_pod_the_budget_already_counts_as_disrupted_does_not_violate_it():
         pods, [budget("guard", "guarded", 0, disrupted=("gone",))]
     )
     assert ([p.name for p in violating], [p.name for p in fine]) == (["next"], ["gone"])
+
+
+def test_room_made_for_a_nominated_pod_is_kept_from_lower_priority_pods():
+    view = Offline(make_node("a", cpu="2"), pods=[placed("half", "a", 1)])
+    nominated = make_pod("vip", priority=100, requests={"cpu": "1"})
+    nominated["status"] = {"nominatedNodeName": "a"}
+    view.scheduler._pod_added(nominated)
+    low = decide(view, make_pod("low", priority=10, requests={"cpu": "1"}))
+    assert low.node == ""
+    assert low.message == "0/1 nodes are available: 1 Insufficient cpu."
+    # As upstream, preemption counts the nominated pod too: only evicting "half" makes room.
+    assert low.nominated == "a"
+    assert [v.name for v in low.victims] == ["half"]
+    # A pod of higher priority than the nominated one does not yield to it.
+    high = decide(view, make_pod("higher", priority=1000, requests={"cpu": "1"}))
+    assert high.node == "a"
+    # Once bound elsewhere (or gone), the reservation goes too.
+    view.scheduler._pod_deleted(nominated)
+    assert decide(view, make_pod("low2", priority=10, requests={"cpu": "1"})).node == "a"

@@ -12,7 +12,7 @@ node whose victims violate the fewest budgets is preferred.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from taintplane.api.selectors import SelectorError, label_selector_from_dict
@@ -35,14 +35,18 @@ class PreemptionResult:
         self.victims = list(victims)
 
 
+#: Runs the filters for a pod on a node (the scheduler's, which counts nominated pods).
+FilterRun = Callable[[CycleState, PodInfo, NodeInfo], "Status | None"]
+
+
 def _fits(
-    framework: Framework, state: CycleState, pod: PodInfo, node: NodeInfo, without: list[PodInfo]
+    run_filter: FilterRun, state: CycleState, pod: PodInfo, node: NodeInfo, without: list[PodInfo]
 ) -> Status | None:
     """The filters' verdict on ``node`` with the pods ``without`` taken off it, in thought."""
     for victim in without:
         node.remove_pod(victim.key)
     try:
-        return framework.run_filter(state, pod, node)
+        return run_filter(state, pod, node)
     finally:
         for victim in without:
             node.add_pod(victim)
@@ -90,7 +94,7 @@ def split_by_budget_violation(
 
 
 def _select_victims(
-    framework: Framework,
+    run_filter: FilterRun,
     state: CycleState,
     pod: PodInfo,
     node: NodeInfo,
@@ -102,7 +106,7 @@ def _select_victims(
     lower = [p for p in node.pods.values() if p.priority < pod.priority]
     if not lower:
         return [], 0, Status.unresolvable(NO_VICTIMS)
-    outcome = _fits(framework, state, pod, node, lower)
+    outcome = _fits(run_filter, state, pod, node, lower)
     if outcome is not None:
         return [], 0, outcome
     lower.sort(key=lambda p: (-p.priority, p.key))
@@ -112,7 +116,7 @@ def _select_victims(
     violations = 0
     for index, candidate in enumerate(ordered):
         still_off = victims + ordered[index + 1 :]
-        if _fits(framework, state, pod, node, still_off) is not None:
+        if _fits(run_filter, state, pod, node, still_off) is not None:
             victims.append(candidate)  # reprieving it would leave no room
             if index < len(violating):
                 violations += 1
@@ -126,7 +130,9 @@ def evaluate_preemption(
     nodes: Sequence[NodeInfo],
     statuses: Mapping[str, Status],
     budgets: Sequence[dict[str, Any]] = (),
+    run_filter: FilterRun | None = None,
 ) -> PreemptionResult:
+    run_filter = run_filter or framework.run_filter
     spec = pod.pod.get("spec") or {}
     if spec.get("preemptionPolicy") == "Never":
         return PreemptionResult("preemption: " + NOT_ELIGIBLE_NEVER)
@@ -143,9 +149,12 @@ def evaluate_preemption(
         status = statuses.get(node.name)
         if status is None or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             continue  # counted as absent: "not helpful"
-        victims, violations, outcome = _select_victims(framework, state, pod, node, budgets)
+        victims, violations, outcome = _select_victims(run_filter, state, pod, node, budgets)
         if outcome is not None:
             results[node.name] = outcome
+            continue
+        if not victims:  # upstream: "expected at least one victim pod on node"
+            results[node.name] = Status.unresolvable(NO_VICTIMS)
             continue
         # Upstream's pickOneNodeForPreemption, in order: the fewest budget violations, the
         # lowest highest-victim priority, the smallest sum of victim priorities, the fewest

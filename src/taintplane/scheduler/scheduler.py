@@ -51,6 +51,7 @@ MIN_FEASIBLE_PERCENTAGE = 5
 NODES = resource("", "v1", "nodes")
 PODS = resource("", "v1", "pods")
 PDBS = resource("policy", "v1", "poddisruptionbudgets")
+NOMINATED_KEY = "nominated-pods"
 EVENTS = resource("", "v1", "events")
 
 
@@ -119,6 +120,9 @@ class Scheduler:
         self._next_start = 0
         self._assumed: dict[str, str] = {}  # pod key -> node, until the binding is seen
         self._placed: dict[str, str] = {}  # pod key -> the node whose accounting holds it
+        #: Pending pods nominated to a node by preemption (key -> (node, pod)): the room made
+        #: for them is kept from pods of no higher priority, as upstream's nominator does.
+        self.nominated: dict[str, tuple[str, PodInfo]] = {}
         self._random = random.Random(seed)
         self._bindings: set[asyncio.Task[None]] = set()
         # Bindings in flight at once (upstream binds in goroutines under client rate limits):
@@ -196,8 +200,16 @@ class Scheduler:
         self.nodes.pop(node["metadata"]["name"], None)
         self._order = self._table = None
 
+    def _track_nomination(self, pod: dict[str, Any], info: PodInfo) -> None:
+        node = (pod.get("status") or {}).get("nominatedNodeName")
+        if node and not info.node_name and not pod["metadata"].get("deletionTimestamp"):
+            self.nominated[info.key] = (str(node), info)
+        else:
+            self.nominated.pop(info.key, None)
+
     def _pod_added(self, pod: dict[str, Any]) -> None:
         info = PodInfo.of(pod)
+        self._track_nomination(pod, info)
         if info.node_name:
             self._assumed.pop(info.key, None)
             node = self.nodes.get(info.node_name)
@@ -212,6 +224,7 @@ class Scheduler:
 
     def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         info = PodInfo.of(new)
+        self._track_nomination(new, info)
         if info.node_name:
             if info.key in self.queue:
                 self.queue.delete(info.key)
@@ -241,6 +254,7 @@ class Scheduler:
 
     def _pod_deleted(self, pod: dict[str, Any]) -> None:
         info = PodInfo.of(pod)
+        self.nominated.pop(info.key, None)
         self.queue.delete(info.key)
         self._assumed.pop(info.key, None)
         placed = self._placed.pop(info.key, None)
@@ -281,11 +295,40 @@ class Scheduler:
         if rejected is not None:
             diagnosis = Diagnosis(len(nodes), pre_filter_message=rejected.message)
             return Decision(diagnosis=diagnosis, message=fit_error_message(diagnosis))
-        if not explain:
+        reserved = self._nominated_for(pod)
+        if reserved:
+            state.data[NOMINATED_KEY] = reserved
+        elif not explain:
             fast = self._decide_in_bulk(state, pod, nodes)
             if fast is not None:
                 return fast
         return self._decide_node_by_node(state, pod, nodes, explain)
+
+    def _nominated_for(self, pod: PodInfo) -> dict[str, list[PodInfo]]:
+        """Pods nominated to each node with at least ``pod``'s priority (not ``pod`` itself)."""
+        reserved: dict[str, list[PodInfo]] = {}
+        for key, (node, other) in self.nominated.items():
+            if key != pod.key and other.priority >= pod.priority:
+                reserved.setdefault(node, []).append(other)
+        return reserved
+
+    def _filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        """``RunFilterPluginsWithNominatedPods``: with the node's nominated pods of no lower
+        priority counted as if placed, then (if that passed) without them."""
+        reserved = state.data.get(NOMINATED_KEY, {}).get(node.name)
+        if not reserved:
+            return self.framework.run_filter(state, pod, node)
+        added = [p for p in reserved if p.key not in node.pods]
+        for other in added:
+            node.add_pod(other)
+        try:
+            status = self.framework.run_filter(state, pod, node)
+        finally:
+            for other in added:
+                node.remove_pod(other.key)
+        if status is not None:
+            return status
+        return self.framework.run_filter(state, pod, node)
 
     def _decide_in_bulk(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
@@ -334,7 +377,7 @@ class Scheduler:
         for offset in range(len(nodes)):
             node = nodes[(start + offset) % len(nodes)]
             processed += 1
-            status = self.framework.run_filter(state, pod, node)
+            status = self._filter(state, pod, node)
             if status is None:
                 feasible.append(node)
                 if len(feasible) >= want:
@@ -352,6 +395,7 @@ class Scheduler:
                 nodes,
                 statuses,
                 budgets=list(self.pdb_informer.cache.values()),
+                run_filter=self._filter,
             )
             diagnosis.post_filter_message = preemption.message
             return Decision(
@@ -444,6 +488,7 @@ class Scheduler:
         """Make room as upstream's DefaultPreemption does: mark each victim with a
         DisruptionTarget condition, delete it (with its own grace period), tell it why, and
         record the node as the pod's ``status.nominatedNodeName``."""
+        self.nominated[pod.key] = (node, pod)  # at once, before the status says so
         for victim in victims:
             condition = {
                 "type": "DisruptionTarget",
