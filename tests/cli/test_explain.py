@@ -101,3 +101,37 @@ def test_explain_of_a_missing_pod_is_a_clear_error(cluster):
     )
     assert result.exit_code == 1
     assert result.output == f'Error: pods "nope" not found (from {cluster.url})\n'
+
+
+def test_explain_names_the_failing_requirement_of_each_required_affinity_term(cluster):
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "disktype", "operator": "In", "values": ["ssd"]}
+                        ]
+                    },
+                    {
+                        "matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": ["foo"]}
+                        ]
+                    },
+                ]
+            }
+        }
+    }
+    with httpx.Client(base_url=cluster.url) as api:
+        api.post(
+            "/api/v1/namespaces/default/pods",
+            json=make_pod("picky", affinity=affinity, node_selector={"zone": "z1"}),
+        )
+    report = json.loads(run(cluster, "picky", "-n", "default", "-o", "json"))
+    bar = next(row for row in report["nodes"] if row["node"] == "bar")
+    assert bar["plugin"] == "NodeAffinity"
+    assert bar["detail"] == (
+        "nodeSelector zone=z1 (node has <none>); required node affinity: "
+        "term 0: disktype In [ssd] (node has <none>); term 1: metadata.name In [foo] "
+        "(node has bar)"
+    )

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from taintplane.api.nodeaffinity import requirement_matches, term_matches
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.tolerations import TaintFilter, find_untolerated_taint
 from taintplane.cli.kubeconfig import load_target
@@ -40,6 +41,48 @@ def _suggest(taint: Taint) -> dict[str, Any]:
     return toleration
 
 
+def _requirement_text(requirement: dict[str, Any], value: str | None) -> str:
+    values = ",".join(str(v) for v in requirement.get("values") or [])
+    wanted = f"{requirement.get('key')} {requirement.get('operator')}" + (
+        f" [{values}]" if values else ""
+    )
+    return f"{wanted} (node has {value if value is not None else '<none>'})"
+
+
+def _affinity_detail(pod: PodInfo, node: NodeInfo) -> str:
+    """Which part of nodeSelector or which requirement of each required term fails here."""
+    spec = pod.pod.get("spec") or {}
+    parts = []
+    missing = [
+        f"{k}={v} (node has {node.labels.get(k, '<none>')})"
+        for k, v in (spec.get("nodeSelector") or {}).items()
+        if node.labels.get(k) != v
+    ]
+    if missing:
+        parts.append("nodeSelector " + ", ".join(missing))
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") or []
+    failing_terms = []
+    for index, term in enumerate(terms):
+        if term_matches(term, node.labels, node.name):
+            return "; ".join(parts)  # the affinity holds: only the nodeSelector failed
+        failed = [
+            _requirement_text(r, node.labels.get(str(r.get("key"))))
+            for r in term.get("matchExpressions") or []
+            if not requirement_matches(r, node.labels.get(str(r.get("key"))))
+        ] + [
+            _requirement_text(r, node.name)
+            for r in term.get("matchFields") or []
+            if not requirement_matches(r, node.name if r.get("key") == "metadata.name" else None)
+        ]
+        failing_terms.append(f"term {index}: " + (", ".join(failed) or "empty term"))
+    if failing_terms:
+        parts.append("required node affinity: " + "; ".join(failing_terms))
+    return "; ".join(parts) or "no required node affinity term matches"
+
+
 def _detail(plugin: str, pod: PodInfo, node: NodeInfo) -> tuple[str, list[dict[str, Any]]]:
     if plugin == names.TAINT_TOLERATION:
         blocking = [
@@ -59,15 +102,7 @@ def _detail(plugin: str, pod: PodInfo, node: NodeInfo) -> tuple[str, list[dict[s
             }
         ]
     if plugin == names.NODE_AFFINITY:
-        selector = (pod.pod.get("spec") or {}).get("nodeSelector") or {}
-        missing = [
-            f"{k}={v} (node has {node.labels.get(k, '<none>')})"
-            for k, v in selector.items()
-            if node.labels.get(k) != v
-        ]
-        return (
-            "nodeSelector " + ", ".join(missing)
-        ) if missing else "no required node affinity term matches", []
+        return _affinity_detail(pod, node), []
     if plugin == names.NODE_RESOURCES_FIT:
         parts = []
         for name, wanted in sorted(pod.requests.items()):
