@@ -135,3 +135,28 @@ def test_explain_names_the_failing_requirement_of_each_required_affinity_term(cl
         "term 0: disktype In [ssd] (node has <none>); term 1: metadata.name In [foo] "
         "(node has bar)"
     )
+
+
+def test_explain_shows_the_preemption_it_would_do(cluster):
+    with httpx.Client(base_url=cluster.url) as api:
+        api.post(
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            json={"metadata": {"name": "urgent"}, "value": 1000},
+        )
+        api.post(
+            "/api/v1/namespaces/default/pods",
+            json=make_pod("filler", node_name="small", requests={"cpu": "400m"}),
+        )
+        api.post(
+            "/api/v1/namespaces/default/pods",
+            json=make_pod(
+                "urgent",
+                requests={"cpu": "300m"},
+                node_selector={"kubernetes.io/hostname": "small"},
+                priorityClassName="urgent",
+            ),
+        )
+    report = json.loads(run(cluster, "urgent", "-n", "default", "-o", "json"))
+    assert report["preemption"] == {"node": "small", "victims": ["default/filler"]}
+    lines = run(cluster, "urgent", "-n", "default").splitlines()
+    assert lines[2] == "Preemption would nominate small, evicting default/filler"

@@ -170,6 +170,14 @@ async def explain_pod(client: Client, name: str, namespace: str) -> dict[str, An
         "boundTo": (pod.get("spec") or {}).get("nodeName") or None,
         "message": decision.message or None,
         "choice": decision.node or None,
+        "preemption": (
+            {
+                "node": decision.nominated,
+                "victims": [f"{v.namespace}/{v.name}" for v in decision.victims],
+            }
+            if decision.nominated
+            else None
+        ),
         "nodes": rows,
     }
 
@@ -182,6 +190,12 @@ def _table(report: dict[str, Any]) -> str:
         lines.append(f"Scheduler: {report['message']}")
     elif report["choice"]:
         lines.append(f"Scheduler would choose: {report['choice']}")
+    if report.get("preemption"):
+        preemption = report["preemption"]
+        lines.append(
+            f"Preemption would nominate {preemption['node']}, evicting "
+            + ", ".join(preemption["victims"])
+        )
     header = ("NODE", "VERDICT", "PLUGIN", "WHY", "SCORE")
     table = [header]
     for row in report["nodes"]:
