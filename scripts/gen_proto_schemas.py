@@ -5,12 +5,14 @@ the schema maps field number -> ``[json name, type, mode]`` or ``[json name, val
 key type]`` for maps. Types are scalar names or fully qualified message names. ``mode`` is
 ``r`` (repeated), ``p`` (a Go pointer: a zero value sent is kept) or ``v`` (a Go value field:
 zero means unset, as ``omitempty`` in JSON) or ``k`` (a Go value field without ``omitempty``:
-a zero value is kept, as in JSON). Kubernetes' proto field names are its JSON names.
+a zero value is kept, as in JSON) or ``i`` (a struct embedded inline, as Probe's ProbeHandler:
+its fields are the parent's in JSON). Kubernetes' proto field names are its JSON names.
 
 Fields are pointers when a file carries gogoproto options and the field is not
 ``(gogoproto.nullable) = false``; in plain upstream text (no options) every field is a value.
 The .proto files do not say which value fields lack ``omitempty``: those are the ones the
-OpenAPI schemas (``openapi_schemas.json``, from upstream's) list as required.
+OpenAPI schemas (``openapi_schemas.json``, from upstream's) list as required; inline fields
+are message fields the parent's OpenAPI schema lacks while it has the inner message's fields.
 
 Run: .venv/bin/python scripts/gen_proto_schemas.py   (offline; see proto_from_kubectl.py)
 """
@@ -151,10 +153,15 @@ def main() -> None:
         if name in schema["messages"]:
             continue
         entries: dict[str, list[str]] = {}
-        required = openapi.get("io.k8s." + name.removeprefix("k8s.io."), {}).get("required", [])
+        described = openapi.get("io.k8s." + name.removeprefix("k8s.io."), {})
+        required, properties = described.get("required", []), described.get("properties", {})
         for number, field_name, kind, mode, *key in messages[name]:
-            kept = mode == "v" and kind in SCALARS and field_name in required
-            entries[number] = [field_name, kind, "k" if kept else mode, *key]
+            if mode == "v" and kind in SCALARS and field_name in required:
+                mode = "k"
+            inner = {entry[1] for entry in messages.get(kind, [])}
+            if mode in "vp" and field_name not in properties and inner & set(properties):
+                mode = "i"  # a Go struct embedded inline: its fields are the parent's in JSON
+            entries[number] = [field_name, kind, mode, *key]
             if kind in messages:
                 todo.append(kind)
         schema["messages"][name] = entries

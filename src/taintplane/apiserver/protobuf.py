@@ -4,7 +4,8 @@ The body is ``k8s\\x00`` then a ``runtime.Unknown`` (1 typeMeta{1 apiVersion, 2 
 3 contentEncoding, 4 contentType); ``raw`` is the object in upstream's proto2 encoding. The
 result is what the same object sent as JSON would be: field names are the proto names (they
 are the JSON names), Go value fields at their zero value are left out as ``omitempty`` would,
-pointers and messages that were sent are kept (``"resources": {}``), and the types with their
+pointers and messages that were sent are kept (``"resources": {}``), structs Go embeds inline
+(Probe's ProbeHandler, Volume's VolumeSource) are merged into their parent, and the types with their
 own JSON form (Time, MicroTime, Duration, IntOrString, Quantity, RawExtension, FieldsV1) take
 it. Field tables come from ``proto_schemas.json`` (``scripts/gen_proto_schemas.py``).
 """
@@ -54,7 +55,7 @@ def decode(body: bytes) -> dict[str, Any]:
     try:
         return _unknown(body[len(MAGIC) :], 0)
     except WireError as error:
-        raise ProtobufError(f"malformed protobuf body: {error}") from error
+        raise ProtobufError(str(error)) from error
     except RecursionError as error:  # pragma: no cover - _MAX_DEPTH stops nesting first
         raise ProtobufError("protobuf body nested too deeply") from error
 
@@ -113,6 +114,8 @@ def _message(data: bytes, name: str, depth: int) -> dict[str, Any]:
                 items.extend(packed(kind, value))  # type: ignore[arg-type]
             else:
                 items.append(_value(kind, wire_type, value, depth))
+        elif mode == "i":  # embedded inline in Go: its fields are ours in JSON
+            out.update(_value(kind, wire_type, value, depth))
         else:
             out[json_name] = _value(kind, wire_type, value, depth)
             if mode == "v" and kind in WIRE_TYPES and not out[json_name]:
