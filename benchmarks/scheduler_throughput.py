@@ -69,6 +69,15 @@ def pod(i: int, taints: bool, prefix: str) -> dict[str, Any]:
     return {"metadata": {"name": f"{prefix}-{i:05d}"}, "spec": spec}
 
 
+async def add_node(server: APIServer, i: int, taints: bool) -> None:
+    """Create a node, then give it back its own taints: TaintNodesByCondition added
+    not-ready:NoSchedule, which the node lifecycle controller (not run here) lifts."""
+    wanted = node(i, taints)
+    created = await server.registry.create(NODES, "", wanted)
+    created["spec"]["taints"] = wanted["spec"].get("taints")
+    await server.registry.update(NODES, "", created["metadata"]["name"], created)
+
+
 async def run(
     nodes: int, placed: int, pods: int, taints: bool, profile: Path | None
 ) -> dict[str, float]:
@@ -76,13 +85,10 @@ async def run(
         store = await SqliteStore(Path(tmp) / "state.db").open()
         server = APIServer(store, RealClock())
         await server.bootstrap()
-        node_type, pod_type = NODES, PODS
+        pod_type = PODS
         for first in range(0, nodes, 500):
             await asyncio.gather(
-                *(
-                    server.registry.create(node_type, "", node(i, taints))
-                    for i in range(first, min(first + 500, nodes))
-                )
+                *(add_node(server, i, taints) for i in range(first, min(first + 500, nodes)))
             )
         client = Client(InProcessTransport(server.app))
         scheduler = Scheduler(client, RealClock(), seed=1)
@@ -100,7 +106,7 @@ async def run(
                     if len(done) == count:
                         bound.set()
 
-            scheduler.pod_informer._on_update = _chain(scheduler.pod_informer._on_update, on_update)
+            scheduler.pod_informer.add_handlers(on_update=on_update)
             started = time.perf_counter()
             for first in range(0, count, 500):
                 await asyncio.gather(
@@ -136,7 +142,7 @@ async def run(
                 if len(done) == pods:
                     bound.set()
 
-        fresh.pod_informer._on_update = _chain(fresh.pod_informer._on_update, on_update)
+        fresh.pod_informer.add_handlers(on_update=on_update)
         launched = time.perf_counter()
         task = asyncio.create_task(fresh.run())
         await fresh.node_informer.synced.wait()
@@ -177,10 +183,7 @@ async def run_remote(nodes: int, pods: int, taints: bool, port: int) -> dict[str
         await server.bootstrap()
         for first in range(0, nodes, 500):
             await asyncio.gather(
-                *(
-                    server.registry.create(NODES, "", node(i, taints))
-                    for i in range(first, min(first + 500, nodes))
-                )
+                *(add_node(server, i, taints) for i in range(first, min(first + 500, nodes)))
             )
         for first in range(0, pods, 500):
             await asyncio.gather(
@@ -211,7 +214,7 @@ async def run_remote(nodes: int, pods: int, taints: bool, port: int) -> dict[str
                     if len(done) == pods:
                         bound.set()
 
-            scheduler.pod_informer._on_update = _chain(scheduler.pod_informer._on_update, on_update)
+            scheduler.pod_informer.add_handlers(on_update=on_update)
             task = asyncio.create_task(scheduler.run())
             await scheduler.node_informer.synced.wait()
             await scheduler.pod_informer.synced.wait()
@@ -225,14 +228,6 @@ async def run_remote(nodes: int, pods: int, taints: bool, port: int) -> dict[str
             process.terminate()
             process.wait()
         return {"remote_seconds": elapsed, "remote_pods_per_s": pods / elapsed}
-
-
-def _chain(first: Any, second: Any) -> Any:
-    def both(old: dict[str, Any], new: dict[str, Any]) -> None:
-        first(old, new)
-        second(old, new)
-
-    return both
 
 
 def main() -> int:
