@@ -22,6 +22,7 @@ _COMMANDS = {
     "scheduler": "taintplane.cli.components:scheduler_command",
     "controller-manager": "taintplane.cli.components:controller_manager_command",
     "agents": "taintplane.cli.components:agents_command",
+    "dedicate": "taintplane.cli.dedicate:dedicate_group",
 }
 
 
