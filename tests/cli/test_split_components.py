@@ -97,3 +97,23 @@ def test_unknown_controllers_are_named(split: Kubectl) -> None:
     )
     assert done.returncode == 2
     assert "unknown controller(s) nope; known: taint-eviction-controller" in done.stderr
+
+
+def test_scheduler_and_controller_manager_hold_their_leases(split: Kubectl) -> None:
+    for lease in ("kube-scheduler", "kube-controller-manager"):
+        holder = split(
+            "get", "lease", lease, "-n", "kube-system", "-o", "jsonpath={.spec.holderIdentity}"
+        )
+        assert holder.count("_") == 1, holder  # hostname_uuid, as upstream's identities
+        assert (
+            split(
+                "get",
+                "lease",
+                lease,
+                "-n",
+                "kube-system",
+                "-o",
+                "jsonpath={.spec.leaseDurationSeconds}",
+            )
+            == "15"
+        )

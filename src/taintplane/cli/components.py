@@ -1,6 +1,8 @@
 """Split deployment: ``taintplane scheduler | controller-manager | agents`` run one component
 against a running API server (``taintplane serve``, or another cluster's), found through the
-kubeconfig, on the real clock. One instance of each: there is no leader election yet."""
+kubeconfig, on the real clock. Several schedulers or controller managers may run: as
+upstream's (``--leader-elect``, on by default), they elect a leader on a Lease in kube-system
+(``kube-scheduler``, ``kube-controller-manager``) and only the leader works."""
 
 from __future__ import annotations
 
@@ -8,14 +10,18 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Awaitable, Callable
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import click
 
 from taintplane.cli.admin import kubeconfig_option
 from taintplane.cli.kubeconfig import load_target
 from taintplane.client import Client, HTTPTransport
+from taintplane.client.leaderelection import LeaderElector
 from taintplane.clock import RealClock
 
 __all__ = ["agents_command", "controller_manager_command", "scheduler_command"]
@@ -48,27 +54,51 @@ def _run(kubeconfig: str | None, what: str, build: Callable[[Client], Awaitable[
     click.echo(f"taintplane {what} stopped")
 
 
+leader_elect_option = click.option(
+    "--leader-elect/--no-leader-elect",
+    default=True,
+    show_default=True,
+    help="Elect a leader among several copies on a Lease in kube-system.",
+)
+
+
+async def _lead(
+    client: Client, lease: str, leader_elect: bool, work: Callable[[], Coroutine[Any, Any, None]]
+) -> None:
+    if not leader_elect:
+        await work()
+        return
+    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    await LeaderElector(client, RealClock(), name=lease, identity=identity).run(work)
+
+
 @click.command("scheduler")
 @kubeconfig_option
-def scheduler_command(kubeconfig: str | None) -> None:
+@leader_elect_option
+def scheduler_command(kubeconfig: str | None, leader_elect: bool) -> None:
     """Run the scheduler alone against an API server."""
     from taintplane.scheduler.scheduler import Scheduler
 
     async def run(client: Client) -> None:
-        await Scheduler(client, RealClock()).run()
+        await _lead(
+            client, "kube-scheduler", leader_elect, lambda: Scheduler(client, RealClock()).run()
+        )
 
     _run(kubeconfig, "scheduler", run)
 
 
 @click.command("controller-manager")
 @kubeconfig_option
+@leader_elect_option
 @click.option(
     "--controllers",
     default="*",
     show_default=True,
     help="Comma-separated controller names to run ('*' for all), as kube-controller-manager.",
 )
-def controller_manager_command(kubeconfig: str | None, controllers: str) -> None:
+def controller_manager_command(
+    kubeconfig: str | None, leader_elect: bool, controllers: str
+) -> None:
     """Run the controller manager alone against an API server."""
     from taintplane.controllers.manager import (
         ALL_CONTROLLERS,
@@ -89,7 +119,8 @@ def controller_manager_command(kubeconfig: str | None, controllers: str) -> None
         )
 
     async def run(client: Client) -> None:
-        await ControllerManager(client, RealClock(), ControllerConfig(controllers=names)).run()
+        manager = ControllerManager(client, RealClock(), ControllerConfig(controllers=names))
+        await _lead(client, "kube-controller-manager", leader_elect, manager.run)
 
     _run(kubeconfig, "controller-manager", run)
 
