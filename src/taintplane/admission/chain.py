@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from taintplane.api.scheme import ResourceType
 
-__all__ = ["Attributes", "Chain", "Forbidden", "Lookup", "Plugin"]
+__all__ = ["Attributes", "Chain", "Forbidden", "Lookup", "Plugin", "Rejected"]
 
 
 class Forbidden(Exception):
@@ -17,6 +17,15 @@ class Forbidden(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class Rejected(Exception):
+    """A refusal upstream returns as a plain Go error, not a Status: the API server answers
+    500 with no reason and the text alone (kubectl: ``Error from server: <text>``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 @dataclass
@@ -40,6 +49,12 @@ class Lookup(Protocol):
         """Every object of a cluster-scoped kind (read-only: they may be shared)."""
         ...
 
+    async def get(
+        self, api_version: str, kind: str, name: str, namespace: str = ""
+    ) -> dict[str, Any] | None:
+        """One object (read-only), or None when there is none by that name."""
+        ...
+
 
 class Plugin(Protocol):
     name: str
@@ -50,9 +65,20 @@ class Plugin(Protocol):
 
 
 class Chain:
+    """Upstream's two phases: every plugin's ``admit`` (mutating) in order, then every
+    ``validate`` a plugin has (validating), in the same order, on the final object."""
+
     def __init__(self, plugins: Sequence[Plugin]) -> None:
         self.plugins = list(plugins)
+
+    @property
+    def names(self) -> list[str]:
+        return [plugin.name for plugin in self.plugins]
 
     async def admit(self, attributes: Attributes) -> None:
         for plugin in self.plugins:
             await plugin.admit(attributes)
+        for plugin in self.plugins:
+            validate = getattr(plugin, "validate", None)
+            if validate is not None:
+                await validate(attributes)

@@ -1,14 +1,19 @@
-"""Connects the admission chain to the registry: lookups read through its cached lists;
-refusals become 403 Forbidden statuses."""
+"""Connects the admission chain to the registry: lookups read through it (cluster-scoped
+lists cached); refusals become 403 Forbidden statuses, plain errors 500s as upstream."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from taintplane.admission import Attributes, Chain, Forbidden
+from taintplane.admission import Attributes, Chain, Forbidden, Rejected
 from taintplane.admission.default_toleration_seconds import DefaultTolerationSeconds
+from taintplane.admission.extended_resource_toleration import ExtendedResourceToleration
+from taintplane.admission.plugins import AdmissionSetup
+from taintplane.admission.pod_node_selector import PodNodeSelector
+from taintplane.admission.pod_toleration_restriction import PodTolerationRestriction
 from taintplane.admission.priority import SYSTEM_PRIORITY_CLASSES, Priority
+from taintplane.admission.runtime_class import RuntimeClass
 from taintplane.admission.taint_nodes_by_condition import TaintNodesByCondition
 from taintplane.api.scheme import ResourceType, Scheme
 from taintplane.apiserver.registry import Registry
@@ -28,6 +33,19 @@ class RegistryLookup:
             raise LookupError(f"no cluster-scoped kind {kind} in {api_version}")
         return await self.registry.list_cached(resource)
 
+    async def get(
+        self, api_version: str, kind: str, name: str, namespace: str = ""
+    ) -> dict[str, Any] | None:
+        resource = self.scheme.by_kind(api_version, kind)
+        if resource is None:
+            raise LookupError(f"no kind {kind} in {api_version}")
+        try:
+            return await self.registry.get(resource, namespace if resource.namespaced else "", name)
+        except APIError as error:
+            if error.code == 404:
+                return None
+            raise
+
 
 def install_admission(
     registry: Registry,
@@ -35,15 +53,24 @@ def install_admission(
     *,
     not_ready_seconds: int = 300,
     unreachable_seconds: int = 300,
+    setup: AdmissionSetup | None = None,
 ) -> Chain:
-    """The default plugin chain, wired as the registry's admission hook."""
-    # Upstream's default-on plugins that concern us, in kube-apiserver's order.
+    """The plugin chain ``setup`` enables (upstream's default-on plugins without one), wired
+    as the registry's admission hook."""
+    setup = setup or AdmissionSetup()
+    lookup = RegistryLookup(registry, scheme)
     chain = Chain(
-        [
-            TaintNodesByCondition(),
-            Priority(RegistryLookup(registry, scheme)),
-            DefaultTolerationSeconds(not_ready_seconds, unreachable_seconds),
-        ]
+        setup.select(
+            [
+                TaintNodesByCondition(),
+                PodNodeSelector(lookup, setup.node_selectors),
+                Priority(lookup),
+                DefaultTolerationSeconds(not_ready_seconds, unreachable_seconds),
+                PodTolerationRestriction(lookup, setup.toleration_restriction),
+                ExtendedResourceToleration(),
+                RuntimeClass(lookup),
+            ]
+        )
     )
 
     async def admit(
@@ -59,6 +86,10 @@ def install_admission(
         except Forbidden as refusal:
             name = str(((obj or old or {}).get("metadata") or {}).get("name") or "")
             raise APIError.forbidden(resource, name, refusal.reason) from refusal
+        except Rejected as refusal:
+            # A plain error upstream: ErrorToAPIStatus makes it a 500 with no reason.
+            status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+            raise APIError({**status, "message": refusal.message, "code": 500}) from refusal
 
     registry.admit = admit
     return chain

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from taintplane.admission.plugins import AdmissionSetup
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, Scheme
 from taintplane.apiserver import codec, discovery
@@ -46,6 +47,7 @@ class APIServer:
         compaction_interval: float = 300.0,
         default_not_ready_toleration_seconds: int = 300,
         default_unreachable_toleration_seconds: int = 300,
+        admission: AdmissionSetup | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -57,6 +59,7 @@ class APIServer:
             scheme,
             not_ready_seconds=default_not_ready_toleration_seconds,
             unreachable_seconds=default_unreachable_toleration_seconds,
+            setup=admission,
         )
         self.handlers = ResourceHandlers(self.registry, clock, bookmark_interval=bookmark_interval)
         self.app = self._asgi

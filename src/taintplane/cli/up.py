@@ -5,14 +5,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import gc
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 import uvloop
 
+from taintplane.admission.admission_config import AdmissionConfigError
+from taintplane.admission.plugins import AdmissionOptions
 from taintplane.agents.nodes import NodeShape
 from taintplane.api.duration import DurationError, parse_duration
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
@@ -64,6 +69,62 @@ def _options(function: click.decorators.FC) -> click.decorators.FC:
     for decorator in reversed(decorators):
         function = decorator(function)
     return function
+
+
+_ADMISSION = "taintplane.admission"
+
+
+def _admission_options(function: Callable[..., None]) -> Callable[..., None]:
+    """kube-apiserver's admission flags. They are checked (and the configuration file read)
+    before anything starts; the result reaches ``_run`` through the click context."""
+
+    @functools.wraps(function)
+    def wrapper(
+        *args: Any,
+        admission_config: Path | None,
+        enable_admission_plugins: tuple[str, ...],
+        disable_admission_plugins: tuple[str, ...],
+        **kwargs: Any,
+    ) -> None:
+        options = AdmissionOptions(
+            enable_admission_plugins, disable_admission_plugins, admission_config
+        )
+        try:
+            setup = options.load()
+        except AdmissionConfigError as error:
+            raise click.ClickException(str(error)) from error
+        click.get_current_context().meta[_ADMISSION] = setup
+        function(*args, **kwargs)
+
+    decorators = [
+        click.option(
+            "--admission-config",
+            "--admission-control-config-file",
+            "admission_config",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            metavar="FILE",
+            help="AdmissionConfiguration file (apiserver.config.k8s.io/v1): plugin "
+            "configurations, e.g. PodTolerationRestriction's cluster default and whitelist.",
+        ),
+        click.option(
+            "--enable-admission-plugins",
+            multiple=True,
+            metavar="A,B",
+            help="Admission plugins to run besides the default ones, e.g. "
+            "PodTolerationRestriction,PodNodeSelector,ExtendedResourceToleration.",
+        ),
+        click.option(
+            "--disable-admission-plugins",
+            multiple=True,
+            metavar="A,B",
+            help="Default admission plugins not to run.",
+        ),
+    ]
+    decorated: Callable[..., None] = wrapper
+    for decorator in reversed(decorators):
+        decorated = decorator(decorated)
+    return decorated
 
 
 class GoDuration(click.ParamType):  # type: ignore[type-arg]
@@ -190,6 +251,7 @@ def _run(
         nodes=nodes or [],
         controller_config=controller_config,
         default_toleration_seconds=default_toleration_seconds,
+        admission=click.get_current_context().meta.get(_ADMISSION),
     )
     cluster = Cluster(config, clock)
     try:
@@ -258,6 +320,7 @@ def _run(
     help="'virtual' stands still until `taintplane clock advance` moves it.",
 )
 @_lifecycle_options
+@_admission_options
 def up_command(
     data_dir: Path,
     port: int,
@@ -324,6 +387,7 @@ def up_command(
 
 @click.command("serve")
 @_options
+@_admission_options
 def serve_command(
     data_dir: Path, port: int, store_spec: str | None, sync: str, feature_gates: str
 ) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import uvicorn
 
+from taintplane.admission.plugins import AdmissionSetup
 from taintplane.agents.kubelet import KubeletConfig, Kubelets
 from taintplane.agents.nodes import NodeShape
 from taintplane.api.features import FeatureGates
@@ -80,6 +81,8 @@ class ClusterConfig:
     controller_config: ControllerConfig | None = None
     #: kube-apiserver's --default-not-ready-toleration-seconds / --default-unreachable-...
     default_toleration_seconds: tuple[int, int] = (300, 300)
+    #: Enabled admission plugins and their configuration (--enable-admission-plugins, ...).
+    admission: AdmissionSetup | None = None
 
 
 class Cluster:
@@ -143,6 +146,7 @@ class Cluster:
             server_address=f"{self.config.host}:{self.port}",
             default_not_ready_toleration_seconds=self.config.default_toleration_seconds[0],
             default_unreachable_toleration_seconds=self.config.default_toleration_seconds[1],
+            admission=self.config.admission,
         )
         await self.apiserver.bootstrap()
         write_kubeconfig(self.kubeconfig_path, self.url)
@@ -215,6 +219,7 @@ def running_cluster(
     clock: Clock | None = None,
     components: tuple[str, ...] = ("scheduler", "controller-manager"),
     nodes: list[NodeShape] | None = None,
+    admission: AdmissionSetup | None = None,
 ) -> Iterator[Cluster]:
     """A cluster serving on an ephemeral port from a background thread, stopped on exit."""
     config = ClusterConfig(
@@ -223,6 +228,7 @@ def running_cluster(
         features=features or FeatureGates(),
         components=components,
         nodes=list(nodes or []),
+        admission=admission,
     )
     cluster = Cluster(config, clock)
     cluster.bind()
@@ -268,6 +274,7 @@ async def in_process_cluster(
     features: FeatureGates | None = None,
     nodes: list[NodeShape] | None = None,
     controller_config: ControllerConfig | None = None,
+    admission: AdmissionSetup | None = None,
 ) -> AsyncIterator[Cluster]:
     """A cluster on the caller's event loop with no HTTP listener: components talk through
     the in-process transport, and a virtual clock drives everything deterministically."""
@@ -279,6 +286,7 @@ async def in_process_cluster(
         controllers=controllers,
         nodes=list(nodes or []),
         controller_config=controller_config,
+        admission=admission,
     )
     cluster = Cluster(config, clock)
     await cluster.start(listen=False)
