@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from taintplane.api.scheme import ResourceType
 
-__all__ = ["Attributes", "Chain", "Forbidden", "Lookup", "Plugin", "Rejected"]
+__all__ = ["Attributes", "Chain", "Forbidden", "Lookup", "Plugin", "Rejected", "UserInfo"]
 
 
 class Forbidden(Exception):
@@ -28,6 +28,15 @@ class Rejected(Exception):
         self.message = message
 
 
+@dataclass(frozen=True)
+class UserInfo:
+    """Who sent the request, as authentication found it (``user.Info``)."""
+
+    name: str
+    groups: tuple[str, ...] = ()
+    uid: str = ""
+
+
 @dataclass
 class Attributes:
     operation: str  # CREATE, UPDATE or DELETE
@@ -36,6 +45,7 @@ class Attributes:
     obj: dict[str, Any] | None  # the new object (mutable), None on DELETE
     old: dict[str, Any] | None  # the stored object, None on CREATE
     subresource: str = ""  # "status", "binding", ... ("" for the object itself)
+    user: UserInfo | None = None  # None when the server runs without --auth
 
     def is_pod(self) -> bool:
         """A write to a pod itself (not one of its subresources)."""

@@ -9,6 +9,7 @@ from typing import Any
 from taintplane.admission import Attributes, Chain, Forbidden, Rejected
 from taintplane.admission.default_toleration_seconds import DefaultTolerationSeconds
 from taintplane.admission.extended_resource_toleration import ExtendedResourceToleration
+from taintplane.admission.node_restriction import NodeRestriction
 from taintplane.admission.plugins import AdmissionSetup
 from taintplane.admission.pod_node_selector import PodNodeSelector
 from taintplane.admission.pod_toleration_restriction import PodTolerationRestriction
@@ -16,6 +17,7 @@ from taintplane.admission.priority import SYSTEM_PRIORITY_CLASSES, Priority
 from taintplane.admission.runtime_class import RuntimeClass
 from taintplane.admission.taint_nodes_by_condition import TaintNodesByCondition
 from taintplane.api.scheme import ResourceType, Scheme
+from taintplane.apiserver.auth.guard import CURRENT_USER
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.status import APIError
 
@@ -62,6 +64,7 @@ def install_admission(
     chain = Chain(
         setup.select(
             [
+                NodeRestriction(),
                 TaintNodesByCondition(),
                 PodNodeSelector(lookup, setup.node_selectors),
                 Priority(lookup),
@@ -82,7 +85,11 @@ def install_admission(
         subresource: str = "",
     ) -> None:
         try:
-            await chain.admit(Attributes(operation, resource, namespace, obj, old, subresource))
+            await chain.admit(
+                Attributes(
+                    operation, resource, namespace, obj, old, subresource, CURRENT_USER.get()
+                )
+            )
         except Forbidden as refusal:
             name = str(((obj or old or {}).get("metadata") or {}).get("name") or "")
             raise APIError.forbidden(resource, name, refusal.reason) from refusal

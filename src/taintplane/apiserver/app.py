@@ -13,11 +13,13 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from taintplane.admission.chain import UserInfo
 from taintplane.admission.plugins import AdmissionSetup
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, Scheme
 from taintplane.apiserver import codec, discovery
 from taintplane.apiserver.admission_hook import create_system_priority_classes, install_admission
+from taintplane.apiserver.auth.guard import LOOPBACK, SCOPE_USER, Guard
 from taintplane.apiserver.conversion import VIEWS, View
 from taintplane.apiserver.handlers import ResourceHandlers, json_response
 from taintplane.apiserver.openapi import OpenAPI
@@ -48,6 +50,7 @@ class APIServer:
         default_not_ready_toleration_seconds: int = 300,
         default_unreachable_toleration_seconds: int = 300,
         admission: AdmissionSetup | None = None,
+        tokens: dict[str, UserInfo] | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -63,6 +66,8 @@ class APIServer:
         )
         self.handlers = ResourceHandlers(self.registry, clock, bookmark_interval=bookmark_interval)
         self.app = self._asgi
+        #: With ``tokens`` (``--auth``): authentication and RBAC on every request.
+        self.guard = Guard(tokens, self.registry, scheme) if tokens is not None else None
         self._background: set[asyncio.Task[None]] = set()
         self.openapi = OpenAPI(scheme)
         self.compaction_interval = compaction_interval
@@ -79,6 +84,8 @@ class APIServer:
                 if error.code != 409:
                     raise
         await create_system_priority_classes(self.registry, self.scheme)
+        if self.guard is not None:
+            await self.guard.bootstrap(self.registry, self.scheme)
         for namespace in (await self.registry.list(ns_type, "")).items:
             if namespace["metadata"].get("deletionTimestamp"):
                 self._finalize_later(namespace["metadata"]["name"])
@@ -122,8 +129,15 @@ class APIServer:
         response = await self.dispatch(Request(scope, receive))
         await response(scope, receive, send)
 
+    async def loopback_app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI app for in-process components: trusted as kube-apiserver's loopback
+        client (``system:apiserver`` in ``system:masters``)."""
+        await self._asgi({**scope, SCOPE_USER: LOOPBACK}, receive, send)
+
     async def dispatch(self, request: Request) -> Response:
         try:
+            if self.guard is not None:
+                return await self.guard(request, self._route)
             return await self._route(request)
         except APIError as error:
             return json_response(error.status, error.code)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import os
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,8 @@ class Target:
     server: str
     namespace: str
     token: str | None
-    verify: bool
+    #: False with insecure-skip-tls-verify; a context trusting the kubeconfig's CA if it has one.
+    verify: bool | ssl.SSLContext
 
 
 def load_target(path: str | None, context: str | None = None) -> Target:
@@ -48,5 +51,16 @@ def load_target(path: str | None, context: str | None = None) -> Target:
         server=str(cluster["server"]),
         namespace=str(chosen.get("namespace") or "default"),
         token=user.get("token"),
-        verify=not cluster.get("insecure-skip-tls-verify", False),
+        verify=_verify(cluster),
     )
+
+
+def _verify(cluster: dict[str, Any]) -> bool | ssl.SSLContext:
+    if cluster.get("insecure-skip-tls-verify", False):
+        return False
+    if cluster.get("certificate-authority-data"):
+        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+        return ssl.create_default_context(cadata=ca)
+    if cluster.get("certificate-authority"):
+        return ssl.create_default_context(cafile=str(cluster["certificate-authority"]))
+    return True

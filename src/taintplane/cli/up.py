@@ -21,6 +21,7 @@ from taintplane.admission.plugins import AdmissionOptions
 from taintplane.agents.nodes import NodeShape
 from taintplane.api.duration import DurationError, parse_duration
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
+from taintplane.apiserver.auth.tokens import TokenFileError
 from taintplane.clock import Clock, RealClock, VirtualClock
 from taintplane.controllers.manager import ControllerConfig
 from taintplane.controllers.nodelifecycle import NodeLifecycleConfig
@@ -58,6 +59,16 @@ def _options(function: click.decorators.FC) -> click.decorators.FC:
             default="normal",
             show_default=True,
             help="SQLite durability: 'full' also survives power loss, more slowly.",
+        ),
+        click.option(
+            "--auth",
+            "auth_tokens",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            metavar="TOKENS_FILE",
+            help="Serve HTTPS with static bearer tokens from this file "
+            "(kube-apiserver's --token-auth-file format) and RBAC; a system:masters "
+            "token is added to it if it has none.",
         ),
         click.option(
             "--feature-gates",
@@ -235,6 +246,7 @@ def _run(
     clock: Clock | None = None,
     controller_config: ControllerConfig | None = None,
     default_toleration_seconds: tuple[int, int] = (300, 300),
+    auth_tokens: Path | None = None,
 ) -> None:
     started = time.perf_counter()  # wall time of start-up, for the user
     try:
@@ -252,6 +264,7 @@ def _run(
         controller_config=controller_config,
         default_toleration_seconds=default_toleration_seconds,
         admission=click.get_current_context().meta.get(_ADMISSION),
+        auth_tokens=auth_tokens,
     )
     cluster = Cluster(config, clock)
     try:
@@ -271,6 +284,8 @@ def _run(
             await cluster.start()
         except StoreSpecError as error:
             raise click.UsageError(f"--store: {error}") from error
+        except TokenFileError as error:
+            raise click.UsageError(f"--auth: {error}") from error
         # Start-up objects live for the whole run: keep them out of every collection, and
         # collect the young generation less often (request handling allocates many short-
         # lived dicts; the default threshold makes collections a visible latency tail).
@@ -326,6 +341,7 @@ def up_command(
     port: int,
     store_spec: str | None,
     sync: str,
+    auth_tokens: Path | None,
     feature_gates: str,
     node_count: int | None,
     cluster_file: Path | None,
@@ -382,6 +398,7 @@ def up_command(
             default_not_ready_toleration_seconds,
             default_unreachable_toleration_seconds,
         ),
+        auth_tokens=auth_tokens,
     )
 
 
@@ -389,7 +406,21 @@ def up_command(
 @_options
 @_admission_options
 def serve_command(
-    data_dir: Path, port: int, store_spec: str | None, sync: str, feature_gates: str
+    data_dir: Path,
+    port: int,
+    store_spec: str | None,
+    sync: str,
+    auth_tokens: Path | None,
+    feature_gates: str,
 ) -> None:
     """Run the API server alone (for a split deployment)."""
-    _run(data_dir, port, store_spec, sync, feature_gates, "API server", ())
+    _run(
+        data_dir,
+        port,
+        store_spec,
+        sync,
+        feature_gates,
+        "API server",
+        (),
+        auth_tokens=auth_tokens,
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -53,7 +54,9 @@ class Transport(Protocol):
 
 
 class HTTPTransport:
-    def __init__(self, base_url: str, *, token: str | None = None, verify: bool = True) -> None:
+    def __init__(
+        self, base_url: str, *, token: str | None = None, verify: bool | ssl.SSLContext = True
+    ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         # Components keep many requests in flight (bindings, events): keep that many
         # connections open instead of reconnecting beyond httpx's default of 20.

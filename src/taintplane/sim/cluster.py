@@ -23,12 +23,14 @@ from taintplane.agents.kubelet import KubeletConfig, Kubelets
 from taintplane.agents.nodes import NodeShape
 from taintplane.api.features import FeatureGates
 from taintplane.apiserver.app import APIServer
+from taintplane.apiserver.auth.tokens import ensure_admin_token
 from taintplane.client import Client, InProcessTransport
 from taintplane.clock import Clock, RealClock, VirtualClock
 from taintplane.controllers.manager import ALL_CONTROLLERS, ControllerConfig, ControllerManager
 from taintplane.scheduler.scheduler import Scheduler
-from taintplane.sim.admin import AdminApp
+from taintplane.sim.admin import ADMIN_PREFIX, AdminApp
 from taintplane.sim.kubeconfig import write_kubeconfig
+from taintplane.sim.pki import ensure_tls
 from taintplane.store.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)
@@ -83,6 +85,9 @@ class ClusterConfig:
     default_toleration_seconds: tuple[int, int] = (300, 300)
     #: Enabled admission plugins and their configuration (--enable-admission-plugins, ...).
     admission: AdmissionSetup | None = None
+    #: ``--auth``: the token file (kube-apiserver's --token-auth-file format); turns on TLS,
+    #: authentication and RBAC.
+    auth_tokens: Path | None = None
 
 
 class Cluster:
@@ -104,7 +109,8 @@ class Cluster:
 
     @property
     def url(self) -> str:
-        return f"http://{self.config.host}:{self.port}"
+        scheme = "https" if self.config.auth_tokens is not None else "http"
+        return f"{scheme}://{self.config.host}:{self.port}"
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -139,6 +145,10 @@ class Cluster:
         if isinstance(self.clock, VirtualClock):
             # Advancing virtual time waits for the writer thread too.
             self.clock.add_quiescence_check(self.store.drained)
+        tokens, admin_token, tls = None, None, None
+        if self.config.auth_tokens is not None:
+            tokens, admin_token = ensure_admin_token(self.config.auth_tokens)
+            tls = ensure_tls(self.config.data_dir / "pki")
         self.apiserver = APIServer(
             self.store,
             self.clock,
@@ -147,11 +157,17 @@ class Cluster:
             default_not_ready_toleration_seconds=self.config.default_toleration_seconds[0],
             default_unreachable_toleration_seconds=self.config.default_toleration_seconds[1],
             admission=self.config.admission,
+            tokens=tokens,
         )
         await self.apiserver.bootstrap()
-        write_kubeconfig(self.kubeconfig_path, self.url)
+        write_kubeconfig(
+            self.kubeconfig_path,
+            self.url,
+            ca_pem=tls.ca_pem() if tls else None,
+            token=admin_token,
+        )
         self.client = Client(
-            InProcessTransport(self.apiserver.app, user_agent="taintplane-components")
+            InProcessTransport(self.apiserver.loopback_app, user_agent="taintplane-components")
         )
         if "scheduler" in self.config.components:
             self.scheduler = Scheduler(self.client, self.clock, features=self.config.features)
@@ -167,8 +183,13 @@ class Cluster:
             self.kubelets = Kubelets(self.client, self.clock, config=self.config.kubelet)
             await self.kubelets.add(self.config.nodes)
             self._spawn(self.kubelets.run(), "agents")
+        app: Any = AdminApp(self, self.apiserver.app)
+        if self.apiserver.guard is not None:
+            app = self.apiserver.guard.gate(
+                app, lambda path: path.startswith(ADMIN_PREFIX) or path == "/metrics"
+            )
         config = uvicorn.Config(
-            AdminApp(self, self.apiserver.app),
+            app,
             log_level="warning",
             interface="asgi3",
             lifespan="off",
@@ -176,6 +197,8 @@ class Cluster:
             # Open watches are cut at shutdown (clients re-watch), as kube-apiserver does.
             timeout_graceful_shutdown=1,
             timeout_keep_alive=60,
+            ssl_certfile=str(tls.cert) if tls else None,
+            ssl_keyfile=str(tls.key) if tls else None,
         )
         self._server = uvicorn.Server(config)
 

@@ -1,0 +1,183 @@
+"""NodeRestriction: what a kubelet (user ``system:node:NAME`` in ``system:nodes``) may write,
+with upstream's messages (plugin/pkg/admission/noderestriction).
+
+Its own Node only (and not its taints, nor labels outside the kubelet's set), its own Lease
+in ``kube-node-lease``, the status of pods bound to it, deletion of pods bound to it, and
+creation of mirror pods only. Other kinds are left to RBAC.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taintplane.admission.chain import Attributes, Forbidden
+
+__all__ = ["NodeRestriction", "node_identity"]
+
+NODES_GROUP = "system:nodes"
+NODE_PREFIX = "system:node:"
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+_KUBELET_LABELS = frozenset(
+    {
+        "kubernetes.io/hostname",
+        "kubernetes.io/arch",
+        "kubernetes.io/os",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "failure-domain.beta.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "topology.kubernetes.io/zone",
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+    }
+)
+_KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+
+
+def node_identity(attributes: Attributes) -> tuple[str, bool]:
+    """(node name, is a node), as upstream's default NodeIdentifier reads the user."""
+    user = attributes.user
+    if user is None or NODES_GROUP not in user.groups:
+        return "", False
+    if not user.name.startswith(NODE_PREFIX):
+        return "", False
+    return user.name[len(NODE_PREFIX) :], True
+
+
+def _name(obj: dict[str, Any] | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("name") or "")
+
+
+def _label_namespace(key: str) -> str:
+    prefix, sep, _ = key.partition("/")
+    return prefix if sep else ""
+
+
+def _in(namespace: str, parent: str) -> bool:
+    return namespace == parent or namespace.endswith("." + parent)
+
+
+def _kubelet_label(key: str) -> bool:
+    namespace = _label_namespace(key)
+    return key in _KUBELET_LABELS or any(_in(namespace, n) for n in _KUBELET_LABEL_NAMESPACES)
+
+
+def _forbidden_labels(new: dict[str, str], old: dict[str, str]) -> list[str]:
+    modified = {k for k in new.keys() | old.keys() if new.get(k) != old.get(k)}
+    forbidden = set()
+    for key in modified:
+        namespace = _label_namespace(key)
+        if _in(namespace, "node-restriction.kubernetes.io"):
+            forbidden.add(key)
+        kubernetes = _in(namespace, "kubernetes.io") or _in(namespace, "k8s.io")
+        if kubernetes and not _kubelet_label(key):
+            forbidden.add(key)
+    return sorted(forbidden)
+
+
+class NodeRestriction:
+    name = "NodeRestriction"
+
+    async def admit(self, attributes: Attributes) -> None:
+        node, is_node = node_identity(attributes)
+        if not is_node:
+            return
+        user = attributes.user
+        assert user is not None
+        if not node:
+            raise Forbidden(f'could not determine node from user "{user.name}"')
+        resource = attributes.resource
+        if resource.group == "" and resource.plural == "pods":
+            self._pod(node, attributes)
+        elif resource.group == "" and resource.plural == "nodes":
+            self._node(node, attributes)
+        elif resource.group == "coordination.k8s.io" and resource.plural == "leases":
+            self._lease(node, attributes)
+
+    @staticmethod
+    def _pod(node: str, a: Attributes) -> None:
+        if a.subresource == "status":
+            if a.operation != "UPDATE":
+                raise Forbidden(f'unexpected operation "{a.operation}"')
+            old, new = a.old or {}, a.obj or {}
+            if (old.get("spec") or {}).get("nodeName") != node:
+                raise Forbidden(
+                    f'node "{node}" can only update pod status for pods with spec.nodeName '
+                    "set to itself"
+                )
+            labels = [(o.get("metadata") or {}).get("labels") or {} for o in (old, new)]
+            if labels[0] != labels[1]:
+                raise Forbidden(f'node "{node}" cannot update labels through pod status')
+            return
+        if a.subresource not in ("", "eviction"):
+            raise Forbidden(
+                f"unexpected pod subresource \"{a.subresource}\", only 'status' and "
+                "'eviction' are allowed"
+            )
+        if a.operation == "DELETE":
+            if ((a.old or {}).get("spec") or {}).get("nodeName") != node:
+                raise Forbidden(
+                    f'node "{node}" can only delete pods with spec.nodeName set to itself'
+                )
+            return
+        if a.operation == "CREATE":
+            pod = a.obj or {}
+            annotations = (pod.get("metadata") or {}).get("annotations") or {}
+            if MIRROR_POD_ANNOTATION not in annotations:
+                raise Forbidden(
+                    f'pod does not have "{MIRROR_POD_ANNOTATION}" annotation, node "{node}" '
+                    "can only create mirror pods"
+                )
+            if (pod.get("spec") or {}).get("nodeName") != node:
+                raise Forbidden(
+                    f'node "{node}" can only create pods with spec.nodeName set to itself'
+                )
+            return
+        raise Forbidden(
+            f'unexpected operation "{a.operation}", node "{node}" can only create and delete '
+            "mirror pods"
+        )
+
+    @staticmethod
+    def _node(node: str, a: Attributes) -> None:
+        requested = _name(a.obj if a.operation == "CREATE" else a.old or a.obj)
+        if requested != node:
+            raise Forbidden(f'node "{node}" is not allowed to modify node "{requested}"')
+        new_meta = (a.obj or {}).get("metadata") or {}
+        if a.operation == "CREATE":
+            if ((a.obj or {}).get("spec") or {}).get("configSource") is not None:
+                raise Forbidden(
+                    f'node "{node}" is not allowed to create pods with a non-nil configSource'
+                )
+            bad = _forbidden_labels(new_meta.get("labels") or {}, {})
+            if bad:
+                raise Forbidden(
+                    f'node "{node}" is not allowed to set the following labels: ' + ", ".join(bad)
+                )
+        if a.operation == "UPDATE":
+            new_spec = (a.obj or {}).get("spec") or {}
+            old_spec = (a.old or {}).get("spec") or {}
+            source = new_spec.get("configSource")
+            if source is not None and source != old_spec.get("configSource"):
+                raise Forbidden(
+                    f'node "{node}" is not allowed to update configSource to a new non-nil '
+                    "configSource"
+                )
+            if (new_spec.get("taints") or []) != (old_spec.get("taints") or []):
+                raise Forbidden(f'node "{node}" is not allowed to modify taints')
+            old_labels = ((a.old or {}).get("metadata") or {}).get("labels") or {}
+            bad = _forbidden_labels(new_meta.get("labels") or {}, old_labels)
+            if bad:
+                raise Forbidden("is not allowed to modify labels: " + ", ".join(bad))
+
+    @staticmethod
+    def _lease(node: str, a: Attributes) -> None:
+        if a.namespace != NODE_LEASE_NAMESPACE:
+            raise Forbidden(
+                f'can only access leases in the "{NODE_LEASE_NAMESPACE}" system namespace'
+            )
+        name = _name(a.obj if a.operation == "CREATE" else a.old or a.obj)
+        if name != node:
+            raise Forbidden("can only access node lease with the same name as the requesting node")
