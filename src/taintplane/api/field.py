@@ -16,7 +16,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from taintplane.api.gofmt import GoStruct, go_quote
+from taintplane.api.gofmt import GoStruct, go_json, go_quote
 
 __all__ = ["ErrorType", "FieldError", "Path", "aggregate_message"]
 
@@ -148,6 +148,10 @@ def _render_bad_value(value: object) -> str:
         return go_quote(value)
     if isinstance(value, GoStruct):
         return value.to_json()
+    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+        return go_json(dict(sorted(value.items())))  # a Go map: encoding/json sorts its keys
+    if isinstance(value, dict | list):
+        return go_json(value)  # a struct or list decoded from JSON: its own order
     raise TypeError(f"no Go rendering for {type(value).__name__}")
 
 

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from taintplane.api.field import FieldError
+from taintplane.apiserver.strategies.apps_validation import (
+    validate_daemonset_spec,
+    validate_deployment_spec,
+    validate_replicaset_spec,
+)
 from taintplane.apiserver.strategies.base import Strategy, meta, spec_of
 from taintplane.apiserver.strategies.pods import DEFAULT_GRACE_SECONDS
 from taintplane.apiserver.strategies.pods import _default_container as default_container
@@ -57,8 +63,19 @@ class _AppsStrategy(Strategy):
     def default_spec(self, spec: dict[str, Any]) -> None:
         pass
 
+    def validate_spec(self, spec: dict[str, Any]) -> list[FieldError]:
+        return []
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return self.validate_object_meta(obj) + self.validate_spec(spec_of(obj))
+
 
 class DeploymentStrategy(_AppsStrategy):
+    def validate_spec(self, spec: dict[str, Any]) -> list[FieldError]:
+        return validate_deployment_spec(
+            spec, comparison_operators=self.features.comparison_operators
+        )
+
     def default_spec(self, spec: dict[str, Any]) -> None:
         spec.setdefault("replicas", 1)
         strategy = _sub(spec, "strategy")
@@ -93,11 +110,21 @@ class DeploymentStrategy(_AppsStrategy):
 
 
 class ReplicaSetStrategy(_AppsStrategy):
+    def validate_spec(self, spec: dict[str, Any]) -> list[FieldError]:
+        return validate_replicaset_spec(
+            spec, comparison_operators=self.features.comparison_operators
+        )
+
     def default_spec(self, spec: dict[str, Any]) -> None:
         spec.setdefault("replicas", 1)
 
 
 class DaemonSetStrategy(_AppsStrategy):
+    def validate_spec(self, spec: dict[str, Any]) -> list[FieldError]:
+        return validate_daemonset_spec(
+            spec, comparison_operators=self.features.comparison_operators
+        )
+
     def default_spec(self, spec: dict[str, Any]) -> None:
         strategy = _sub(spec, "updateStrategy")
         if strategy is not None:

@@ -19,7 +19,7 @@ from taintplane.api.validation import (
 )
 from taintplane.apiserver.strategies.base import Strategy, spec_of
 
-__all__ = ["PodStrategy"]
+__all__ = ["PodStrategy", "validate_pod_spec"]
 
 DEFAULT_GRACE_SECONDS = 30
 UPDATABLE_FIELDS = (
@@ -93,47 +93,9 @@ class PodStrategy(Strategy):
     def _validate_spec(
         self, obj: dict[str, Any], *, comparison_operators: bool
     ) -> list[FieldError]:
-        spec = spec_of(obj)
-        path = Path.root("spec")
-        errors: list[FieldError] = []
-        containers = spec.get("containers") or []
-        if not containers:
-            errors.append(FieldError.required(path.child("containers")))
-        seen: set[str] = set()
-        for key in ("initContainers", "containers"):
-            for i, container in enumerate(spec.get(key) or []):
-                at = path.child(key).index(i)
-                name = str(container.get("name") or "") if isinstance(container, dict) else ""
-                if not name:
-                    errors.append(FieldError.required(at.child("name")))
-                elif name in seen:
-                    errors.append(FieldError.duplicate(at.child("name"), name))
-                else:
-                    seen.add(name)
-                if isinstance(container, dict) and not container.get("image"):
-                    errors.append(FieldError.required(at.child("image")))
-        policy = spec.get("restartPolicy")
-        if policy not in RESTART_POLICIES:
-            errors.append(
-                FieldError.not_supported(path.child("restartPolicy"), policy, RESTART_POLICIES)
-            )
-        selector = spec.get("nodeSelector") or {}
-        if isinstance(selector, dict):
-            errors += validate_labels(
-                {str(k): str(v) for k, v in selector.items()}, path.child("nodeSelector")
-            )
-        node_name = spec.get("nodeName") or ""
-        if node_name:
-            errors += [
-                FieldError.invalid(path.child("nodeName"), node_name, m)
-                for m in names.is_dns1123_subdomain(str(node_name))
-            ]
-        tolerations = parse_tolerations(spec.get("tolerations"), path.child("tolerations"))
-        if tolerations:
-            errors += validate_tolerations(
-                tolerations, path.child("tolerations"), comparison_operators=comparison_operators
-            )
-        return errors
+        return validate_pod_spec(
+            spec_of(obj), Path.root("spec"), comparison_operators=comparison_operators
+        )
 
     def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
         if spec_of(new) == spec_of(old):
@@ -220,3 +182,49 @@ def _diff(old: dict[str, Any], new: dict[str, Any]) -> str:
             lines.append(f"- {key}: {json.dumps(old.get(key))}")
             lines.append(f"+ {key}: {json.dumps(new.get(key))}")
     return "\n".join(lines)
+
+
+def validate_pod_spec(
+    spec: dict[str, Any], path: Path, *, comparison_operators: bool
+) -> list[FieldError]:
+    """The pod-spec rules, at ``path`` (``spec`` for a pod, ``spec.template.spec`` for a
+    workload's template)."""
+    errors: list[FieldError] = []
+    containers = spec.get("containers") or []
+    if not containers:
+        errors.append(FieldError.required(path.child("containers")))
+    seen: set[str] = set()
+    for key in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(key) or []):
+            at = path.child(key).index(i)
+            name = str(container.get("name") or "") if isinstance(container, dict) else ""
+            if not name:
+                errors.append(FieldError.required(at.child("name")))
+            elif name in seen:
+                errors.append(FieldError.duplicate(at.child("name"), name))
+            else:
+                seen.add(name)
+            if isinstance(container, dict) and not container.get("image"):
+                errors.append(FieldError.required(at.child("image")))
+    policy = spec.get("restartPolicy")
+    if policy not in RESTART_POLICIES:
+        errors.append(
+            FieldError.not_supported(path.child("restartPolicy"), policy, RESTART_POLICIES)
+        )
+    selector = spec.get("nodeSelector") or {}
+    if isinstance(selector, dict):
+        errors += validate_labels(
+            {str(k): str(v) for k, v in selector.items()}, path.child("nodeSelector")
+        )
+    node_name = spec.get("nodeName") or ""
+    if node_name:
+        errors += [
+            FieldError.invalid(path.child("nodeName"), node_name, m)
+            for m in names.is_dns1123_subdomain(str(node_name))
+        ]
+    tolerations = parse_tolerations(spec.get("tolerations"), path.child("tolerations"))
+    if tolerations:
+        errors += validate_tolerations(
+            tolerations, path.child("tolerations"), comparison_operators=comparison_operators
+        )
+    return errors
