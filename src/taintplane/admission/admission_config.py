@@ -76,7 +76,8 @@ def read_admission_configuration(path: Path) -> dict[str, Mapping[str, Any] | No
             f'{path}: no kind "{kind}" is registered for version "{api_version}" '
             f"(want apiVersion {ADMISSION_CONFIG_VERSIONS[0]}, kind {ADMISSION_CONFIG_KIND})"
         )
-    plugins = data.get("plugins") or []
+    plugins = data.get("plugins")
+    plugins = [] if plugins is None else plugins
     if not isinstance(plugins, list):
         raise AdmissionConfigError(f"{path}: plugins: want a list of {{name, configuration}}")
     configs: dict[str, Mapping[str, Any] | None] = {}
