@@ -128,7 +128,7 @@ class Registry:
         self.features = features or FeatureGates()
         self.scheme = scheme
         self.admit = admit
-        self._strategies = {rt: strategy_for(rt, self.features) for rt in scheme}
+        self._strategies = {rt: strategy_for(rt, self.features, clock) for rt in scheme}
         # Namespaces known to exist and not be terminating. Every namespace write goes through
         # this registry (the embedded store has one writer process), which forgets the entry;
         # a store shared by several API servers will need a watch here instead.

@@ -19,6 +19,15 @@ from taintplane.apiserver.strategies.core import (
     RuntimeClassStrategy,
 )
 from taintplane.apiserver.strategies.pods import PodStrategy
+from taintplane.apiserver.strategies.resource import (
+    ClockedStrategy,
+    DeviceClassStrategy,
+    DeviceTaintRuleStrategy,
+    ResourceClaimStrategy,
+    ResourceClaimTemplateStrategy,
+    ResourceSliceStrategy,
+)
+from taintplane.clock import Clock
 
 __all__ = ["Strategy", "strategy_for"]
 
@@ -36,6 +45,11 @@ _BY_KIND: dict[tuple[str, str], type[Strategy]] = {
     ("rbac.authorization.k8s.io", "RoleBinding"): RbacStrategy,
     ("rbac.authorization.k8s.io", "ClusterRole"): RbacStrategy,
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): RbacStrategy,
+    ("resource.k8s.io", "DeviceClass"): DeviceClassStrategy,
+    ("resource.k8s.io", "ResourceSlice"): ResourceSliceStrategy,
+    ("resource.k8s.io", "ResourceClaim"): ResourceClaimStrategy,
+    ("resource.k8s.io", "ResourceClaimTemplate"): ResourceClaimTemplateStrategy,
+    ("resource.k8s.io", "DeviceTaintRule"): DeviceTaintRuleStrategy,
 }
 _TRACKS_GENERATION = {
     "Deployment",
@@ -46,9 +60,13 @@ _TRACKS_GENERATION = {
 }
 
 
-def strategy_for(resource: ResourceType, features: FeatureGates) -> Strategy:
+def strategy_for(
+    resource: ResourceType, features: FeatureGates, clock: Clock | None = None
+) -> Strategy:
     cls = _BY_KIND.get((resource.group, resource.kind), Strategy)
     strategy = cls(resource, features)
+    if clock is not None and isinstance(strategy, ClockedStrategy):
+        strategy.clock = clock  # timestamps a strategy writes (device taints' timeAdded)
     if resource.kind in _TRACKS_GENERATION:
         strategy.tracks_generation = True
     return strategy
