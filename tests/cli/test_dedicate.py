@@ -68,6 +68,7 @@ def test_dedicating_nodes_taints_labels_and_annotates(cluster: Cluster, tmp_path
         "dedicated",
         "node.kubernetes.io/not-ready",
         "node.kubernetes.io/unreachable",
+        "node.kubernetes.io/memory-pressure",
     ]
 
 

@@ -57,6 +57,8 @@ class APIServer:
         self.scheme = scheme
         self.server_address = server_address
         self.registry = Registry(store, clock, features, scheme)
+        #: The admission configuration in force (``taintplane policy who-can-land`` reads it).
+        self.admission_setup = admission or AdmissionSetup()
         self.admission = install_admission(
             self.registry,
             scheme,

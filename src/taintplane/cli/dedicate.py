@@ -7,7 +7,8 @@ recipe in one step.
 2. The namespace (created if missing) gets the annotations the admission plugins read:
    ``scheduler.alpha.kubernetes.io/defaultTolerations`` (its pods tolerate the taint),
    ``scheduler.alpha.kubernetes.io/tolerationsWhitelist`` (they may tolerate nothing else but
-   the node-condition taints DefaultTolerationSeconds adds) and
+   the node-condition taints admission adds: not-ready and unreachable from
+   DefaultTolerationSeconds, memory-pressure from PodTolerationRestriction) and
    ``scheduler.alpha.kubernetes.io/node-selector`` ``dedicated=NS`` (they land only there).
 
 Other namespaces are kept off by the taint; that they cannot simply tolerate it is the
@@ -40,8 +41,10 @@ def namespace_annotations(namespace: str, effect: str) -> dict[str, str]:
     toleration = {"key": KEY, "operator": "Equal", "value": namespace, "effect": effect}
     allowed = [
         toleration,
+        # What DefaultTolerationSeconds and PodTolerationRestriction itself add to pods.
         {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
         {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+        {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"},
     ]
     return {
         DEFAULT_TOLERATIONS: json.dumps([toleration], separators=(",", ":")),

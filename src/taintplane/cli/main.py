@@ -23,6 +23,7 @@ _COMMANDS = {
     "controller-manager": "taintplane.cli.components:controller_manager_command",
     "agents": "taintplane.cli.components:agents_command",
     "dedicate": "taintplane.cli.dedicate:dedicate_group",
+    "policy": "taintplane.cli.policy:policy_group",
 }
 
 

@@ -14,8 +14,10 @@ import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from taintplane.admission.policy import who_can_land
 from taintplane.agents.kubelet import UnknownNodeError
 from taintplane.api.decoding import format_time
+from taintplane.apiserver.status import APIError
 from taintplane.clock import VirtualClock
 
 if TYPE_CHECKING:
@@ -89,7 +91,24 @@ class AdminApp:
             return await self._advance(payload)
         if len(parts) == 3 and parts[0] in ("nodes", "zones") and method == "POST":
             return await self._fault(parts[0], parts[1], parts[2], payload)
+        if len(parts) == 3 and parts[:2] == ["policy", "who-can-land"] and method == "GET":
+            return await self._who_can_land(parts[2])
         raise _Refused(404, f"no admin endpoint {method} {ADMIN_PREFIX}{rest}")
+
+    async def _who_can_land(self, node_name: str) -> dict[str, Any]:
+        apiserver = self.cluster.apiserver
+        assert apiserver is not None
+        scheme = apiserver.scheme
+        nodes, namespaces = scheme.lookup("", "v1", "nodes"), scheme.lookup("", "v1", "namespaces")
+        assert nodes is not None
+        assert namespaces is not None
+        try:
+            node = await apiserver.registry.get(nodes, "", node_name)
+        except APIError as error:
+            raise _Refused(404, f'nodes "{node_name}" not found') from error
+        listed = (await apiserver.registry.list(namespaces, "")).items
+        rows = who_can_land(node, listed, apiserver.admission_setup)
+        return {"node": node_name, "namespaces": [row.to_dict() for row in rows]}
 
     async def _advance(self, payload: dict[str, Any]) -> dict[str, Any]:
         clock = self.cluster.clock
