@@ -22,7 +22,7 @@ def api(cluster):
         yield client
 
 
-def slice_(name: str = "s", devices: list[dict[str, Any]] | None = None, **spec: Any) -> dict:
+def slice_(name: str = "s", devices: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "driver": "gpu.example.com",
         "nodeName": "node-1",
@@ -33,7 +33,7 @@ def slice_(name: str = "s", devices: list[dict[str, Any]] | None = None, **spec:
     return {"metadata": {"name": name}, "spec": {k: v for k, v in body.items() if v is not None}}
 
 
-def rule(name: str = "r", **taint: Any) -> dict:
+def rule(name: str = "r", **taint: Any) -> dict[str, Any]:
     return {
         "metadata": {"name": name},
         "spec": {
@@ -43,7 +43,7 @@ def rule(name: str = "r", **taint: Any) -> dict:
     }
 
 
-def claim(name: str = "c", tolerations: list[dict[str, Any]] | None = None) -> dict:
+def claim(name: str = "c", tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     exactly: dict[str, Any] = {"deviceClassName": "gpu.example.com"}
     if tolerations is not None:
         exactly["tolerations"] = tolerations

@@ -115,12 +115,12 @@ def test_zone_alone_and_count_zero():
         (
             {"pools": [{"name": "a", "cont": 2}]},
             "pools[0]: unknown field(s) cont; "
-            "known: capacity, count, labels, name, region, taints, zone, zones",
+            "known: capacity, count, devices, labels, name, region, taints, zone, zones",
         ),
         (
             {"pools": [{"name": "a"}, {"name": "b", "zonez": [], "Labels": {}}]},
             "pools[1]: unknown field(s) Labels, zonez; "
-            "known: capacity, count, labels, name, region, taints, zone, zones",
+            "known: capacity, count, devices, labels, name, region, taints, zone, zones",
         ),
         # names
         ({"pools": [{"count": 2}]}, "pools[0].name is required"),

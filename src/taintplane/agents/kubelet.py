@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from taintplane.agents.dra_driver import DraDriver
 from taintplane.agents.nodes import (
     CONDITION_ORDER,
     HEALTHY,
@@ -95,6 +96,8 @@ class Kubelets:
         self.nodes: dict[str, SimulatedNode] = {}
         self.recorders: dict[str, EventRecorder] = {}
         self.pods = PodRuntime(self)
+        #: The simulated DRA driver publishing the nodes' devices (``NodeShape.devices``).
+        self.dra = DraDriver(client, clock)
         self._next_index = 1
         self._wake = asyncio.Event()
 
@@ -124,6 +127,7 @@ class Kubelets:
         node.uid = str(created["metadata"].get("uid", ""))
         await self._post_status(node, force=True)
         await self._renew_lease(node)
+        await self.dra.publish_node(shape, node.uid)
 
     def node(self, name: str) -> SimulatedNode:
         found = self.nodes.get(name)

@@ -14,6 +14,7 @@ __all__ = [
     "CONDITION_ORDER",
     "HEALTHY",
     "KUBELET_VERSION",
+    "DeviceSet",
     "NodeShape",
     "condition",
     "format_micro_time",
@@ -80,6 +81,19 @@ def condition(
 
 
 @dataclass
+class DeviceSet:
+    """Devices of one DRA driver on a node, published by the simulated driver as one
+    ResourceSlice (pool = node name): ``count`` devices ``<name>-0`` … with these attributes
+    (bool, int or string values) and capacities (quantities)."""
+
+    driver: str
+    count: int
+    name: str = "gpu"
+    attributes: dict[str, bool | int | str] = field(default_factory=dict)
+    capacity: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
 class NodeShape:
     """One simulated node: what ``--nodes N`` or a ``--cluster`` pool describes."""
 
@@ -93,6 +107,8 @@ class NodeShape:
     zone: str = ""
     region: str = ""
     address: str = ""
+    #: DRA devices the node's simulated driver publishes in ResourceSlices.
+    devices: list[DeviceSet] = field(default_factory=list)
 
     def all_labels(self) -> dict[str, str]:
         # The kubelet sets the stable labels; the beta ones are the node lifecycle

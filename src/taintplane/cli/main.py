@@ -19,6 +19,7 @@ _COMMANDS = {
     "explain": "taintplane.cli.explain:explain_command",
     "clock": "taintplane.cli.clock:clock_group",
     "node": "taintplane.cli.node:node_group",
+    "device": "taintplane.cli.device:device_group",
     "scheduler": "taintplane.cli.components:scheduler_command",
     "controller-manager": "taintplane.cli.components:controller_manager_command",
     "agents": "taintplane.cli.components:agents_command",

@@ -2,8 +2,10 @@
 
 ``/taintplane/v1/clock`` (read, and ``advance`` under virtual time), fault injection on
 simulated nodes (``/taintplane/v1/nodes/NAME/stop|start|condition``, and ``zones/ZONE/...``
-for partitions), and ``/metrics`` in the Prometheus text format. They are what
-``taintplane clock`` and ``taintplane node`` call.
+for partitions), the health of simulated DRA devices
+(``/taintplane/v1/devices/DRIVER/POOL/DEVICE/health``), and ``/metrics`` in the Prometheus
+text format. They are what ``taintplane clock``, ``taintplane node`` and ``taintplane device``
+call.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from taintplane.admission.policy import who_can_land
+from taintplane.agents.dra_driver import UnknownDeviceError
 from taintplane.agents.kubelet import UnknownNodeError
 from taintplane.api.decoding import format_time
 from taintplane.apiserver.status import APIError
@@ -91,6 +94,8 @@ class AdminApp:
             return await self._advance(payload)
         if len(parts) == 3 and parts[0] in ("nodes", "zones") and method == "POST":
             return await self._fault(parts[0], parts[1], parts[2], payload)
+        if len(parts) == 5 and parts[0] == "devices" and parts[4] == "health" and method == "POST":
+            return await self._device_health(parts[1], parts[2], parts[3], payload)
         if len(parts) == 3 and parts[:2] == ["policy", "who-can-land"] and method == "GET":
             return await self._who_can_land(parts[2])
         raise _Refused(404, f"no admin endpoint {method} {ADMIN_PREFIX}{rest}")
@@ -155,6 +160,32 @@ class AdminApp:
         except UnknownNodeError as error:
             raise _Refused(404, f"node {error.args[0]!r} is not a simulated node") from error
         return {"nodes": names, "action": action, **self._clock_state()}
+
+    async def _device_health(
+        self, driver: str, pool: str, device: str, payload: dict[str, Any]
+    ) -> dict[str, Any]:
+        kubelets = self.cluster.kubelets
+        if kubelets is None:
+            raise _Refused(409, "this cluster runs no simulated nodes (the agents component)")
+        health, effect = payload.get("health"), payload.get("effect")
+        try:
+            published = await kubelets.dra.set_health(
+                driver, pool, device, str(health), None if effect is None else str(effect)
+            )
+        except UnknownDeviceError as error:
+            raise _Refused(
+                404, f"device {error.args[0]!r} is not a device of a simulated DRA driver"
+            ) from error
+        except ValueError as error:
+            raise _Refused(400, str(error)) from error
+        found = [d for d in published["spec"]["devices"] if d["name"] == device]
+        return {
+            "device": f"{driver}/{pool}/{device}",
+            "health": health,
+            "slice": published["metadata"]["name"],
+            "taints": found[0].get("taints", []) if found else [],
+            **self._clock_state(),
+        }
 
 
 async def _json(send: Send, status: int, body: dict[str, Any]) -> None:

@@ -8,6 +8,9 @@
       labels: {accelerator: a100}
       taints: ["dedicated=ml:NoSchedule"]     # kubectl taint syntax, or {key, value, effect}
       capacity: {cpu: "32", memory: 256Gi, nvidia.com/gpu: "8"}
+      devices:                  # DRA devices, one ResourceSlice per node and driver (optional)
+      - {driver: gpu.example.com, count: 8, name: gpu,
+         attributes: {model: a100, memoryGB: 80}, capacity: {memory: 80Gi}}
 
 ``--nodes N`` is the same as one pool ``{name: node, count: N}``.
 """
@@ -19,7 +22,8 @@ from typing import Any
 
 import yaml
 
-from taintplane.agents.nodes import NodeShape
+from taintplane.agents.nodes import DeviceSet, NodeShape
+from taintplane.api.dra_validation import is_dns1123_label, validate_driver_name
 from taintplane.api.field import Path as FieldPath
 from taintplane.api.names import is_dns1123_subdomain
 from taintplane.api.taint_spec import TaintSpecError, parse_taint
@@ -28,7 +32,20 @@ from taintplane.api.validation import validate_node_taints
 
 __all__ = ["ClusterFileError", "default_nodes", "load_cluster_file", "parse_pools"]
 
-_POOL_KEYS = {"name", "count", "zone", "zones", "region", "labels", "taints", "capacity"}
+_POOL_KEYS = {
+    "name",
+    "count",
+    "zone",
+    "zones",
+    "region",
+    "labels",
+    "taints",
+    "capacity",
+    "devices",
+}
+_DEVICE_KEYS = {"driver", "count", "name", "attributes", "capacity"}
+#: Devices per slice stay within what a slice may hold once a device is tainted.
+MAX_DEVICES = 64
 
 
 class ClusterFileError(ValueError):
@@ -76,6 +93,52 @@ def _strings(value: Any, where: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
+def _device_set(item: Any, where: str) -> DeviceSet:
+    if not isinstance(item, dict):
+        raise ClusterFileError(f"{where} must be a mapping")
+    unknown = sorted(set(item) - _DEVICE_KEYS)
+    if unknown:
+        raise ClusterFileError(
+            f"{where}: unknown field(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(_DEVICE_KEYS))}"
+        )
+    driver = item.get("driver")
+    problems = validate_driver_name(driver, FieldPath.root("driver")) if driver else []
+    if not isinstance(driver, str) or not driver or problems:
+        detail = f": {problems[0].body}" if problems else ""
+        raise ClusterFileError(f"{where}.driver must be a driver name like gpu.example.com{detail}")
+    count = item.get("count", 1)
+    if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_DEVICES:
+        raise ClusterFileError(f"{where}.count must be a whole number from 0 to {MAX_DEVICES}")
+    name = item.get("name", driver.split(".")[0])
+    if not isinstance(name, str) or is_dns1123_label(f"{name}-{max(count - 1, 0)}"):
+        raise ClusterFileError(f"{where}.name must make DNS labels as device names (gpu-0, ...)")
+    attributes = item.get("attributes") or {}
+    if not isinstance(attributes, dict) or not all(
+        isinstance(v, bool | int | str) for v in attributes.values()
+    ):
+        raise ClusterFileError(f"{where}.attributes must map names to booleans, numbers or text")
+    return DeviceSet(
+        driver=driver,
+        count=count,
+        name=name,
+        attributes={str(k): v for k, v in attributes.items()},
+        capacity=_strings(item.get("capacity"), f"{where}.capacity"),
+    )
+
+
+def _device_sets(value: Any, index: int) -> list[DeviceSet]:
+    where = f"pools[{index}].devices"
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    sets = [_device_set(item, f"{where}[{i}]") for i, item in enumerate(items)]
+    drivers = [s.driver for s in sets]
+    if len(set(drivers)) != len(drivers):
+        raise ClusterFileError(f"{where}: one entry per driver")
+    return sets
+
+
 def parse_pools(data: Any) -> list[NodeShape]:
     if not isinstance(data, dict) or not isinstance(data.get("pools"), list) or not data["pools"]:
         raise ClusterFileError("the cluster file must have a non-empty list `pools`")
@@ -109,6 +172,7 @@ def parse_pools(data: Any) -> list[NodeShape]:
         taints = _taints(pool.get("taints"), index)
         labels = _strings(pool.get("labels"), f"{where}.labels")
         capacity = _strings(pool.get("capacity"), f"{where}.capacity")
+        devices = _device_sets(pool.get("devices"), index)
         for i in range(1, count + 1):
             shapes.append(
                 NodeShape(
@@ -118,6 +182,7 @@ def parse_pools(data: Any) -> list[NodeShape]:
                     taints=[dict(t) for t in taints],
                     zone=str(zones[(i - 1) % len(zones)]),
                     region=str(pool.get("region") or ""),
+                    devices=list(devices),
                 )
             )
     return shapes
