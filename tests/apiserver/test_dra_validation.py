@@ -22,7 +22,9 @@ def api(cluster):
         yield client
 
 
-def slice_(name: str = "s", devices: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
+def slice_(
+    name: str = "s", devices: list[dict[str, Any]] | None = None, **spec: Any
+) -> dict[str, Any]:
     body: dict[str, Any] = {
         "driver": "gpu.example.com",
         "nodeName": "node-1",
