@@ -296,3 +296,23 @@ def test_ten_thousand_tenant_pods_never_run_on_dedicated_nodes(
     assert outcomes.get(500, 0) > 100  # and plenty carried a forbidden toleration
     assert watcher.violations == []
     assert watcher.ran_elsewhere > 100  # the watch did see pods run (on the shared nodes)
+
+
+def test_a_tenants_forbidden_toleration_is_refused_over_tls(cluster: tuple[Server, str]) -> None:
+    server, _ = cluster
+    manifest = """
+apiVersion: v1
+kind: Pod
+metadata: {name: sneaky, namespace: team-b}
+spec:
+  containers: [{name: c, image: nginx}]
+  tolerations: [{key: dedicated, operator: Equal, value: team-a, effect: NoExecute}]
+"""
+    path = server.home / "sneaky.yaml"
+    path.write_text(manifest)
+    done = server.kubectl("apply", "-f", str(path), token=TENANT)
+    assert done.returncode == 1
+    assert done.stderr == (
+        f'Error from server: error when creating "{path}": pod tolerations (possibly merged '
+        "with namespace default tolerations) conflict with its cluster whitelist\n"
+    )
