@@ -1,0 +1,316 @@
+"""Structured allocation: devices for a pod's claims on one node (``structured.Allocator``).
+
+Claims are allocated one after the other, each request (or, for ``firstAvailable``, the first
+of its subrequests that works) in order, device by device, backtracking when a later request
+cannot be met — the first complete solution wins, as upstream. A device is a candidate for a
+request when
+
+* its pool is complete and the slice is for the node,
+* the DeviceClass's selectors and then the request's selectors (CEL) accept it,
+* no other claim has it (allocated in a claim's status, or picked earlier in this attempt),
+* every ``NoSchedule`` and ``NoExecute`` taint on it (from the slice or a DeviceTaintRule) is
+  tolerated by the request; ``None`` and unknown effects never block, and a ``NoExecute``
+  toleration does not cover a ``NoSchedule`` taint.
+
+``ExactCount`` needs ``count`` such devices; ``All`` needs every device the selectors accept
+on the node, each free and tolerated, and at least one. :class:`AllocationError` is upstream's
+"something is wrong with the claim or class" (a CEL error, a missing class); a node that
+simply has no room yields ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from taintplane.api.device_taints import DeviceTaintEffect, DeviceToleration
+from taintplane.dra.cel import CelCache, CelError, device_variable
+from taintplane.dra.claims import DeviceID, kobj
+from taintplane.dra.devices import Device, Pool, RuleTaint, gather_pools
+
+__all__ = ["ALLOCATION_RESULTS_MAX_SIZE", "AllocationError", "Allocator", "taint_blocks"]
+
+ALLOCATION_RESULTS_MAX_SIZE = 32
+_BLOCKING = (DeviceTaintEffect.NO_SCHEDULE, DeviceTaintEffect.NO_EXECUTE)
+
+
+class AllocationError(Exception):
+    pass
+
+
+def taint_blocks(device: Device, tolerations: Sequence[DeviceToleration]) -> bool:
+    """``taintPreventsAllocation``: a NoSchedule or NoExecute taint no toleration tolerates."""
+    return any(
+        taint.effective_effect in _BLOCKING and not any(t.tolerates(taint) for t in tolerations)
+        for taint in device.taints
+    )
+
+
+@dataclass
+class _Exact:
+    """One request or subrequest (``requestAccessor``)."""
+
+    name: str  # "request" or "request/subrequest"
+    spec: Mapping[str, Any]
+    tolerations: list[DeviceToleration]
+    candidates: list[Device] = field(default_factory=list)
+
+    @property
+    def all_devices(self) -> bool:
+        return self.spec.get("allocationMode") == "All"
+
+    @property
+    def count(self) -> int:
+        return int(self.spec.get("count") or 1)
+
+
+class Allocator:
+    """Allocates ``claims`` (none allocated yet) against the slices, classes and rules."""
+
+    def __init__(
+        self,
+        claims: Sequence[Mapping[str, Any]],
+        allocated: set[DeviceID],
+        classes: Mapping[str, Mapping[str, Any]],
+        slices: Sequence[Mapping[str, Any]],
+        rules: Sequence[RuleTaint] = (),
+        cel_cache: CelCache | None = None,
+    ) -> None:
+        self.claims = list(claims)
+        self.allocated = allocated
+        self.classes = classes
+        self.slices = slices
+        self.rules = rules
+        self.cel = cel_cache or CelCache()
+
+    def allocate(self, node_name: str, labels: Mapping[str, str]) -> list[dict[str, Any]] | None:
+        """One allocation result per claim, or ``None`` when the node cannot satisfy them."""
+        pools = gather_pools(self.slices, node_name, labels, self.rules)
+        run = _Run(self, pools, node_name)
+        return run.solve()
+
+
+class _Run:
+    def __init__(self, allocator: Allocator, pools: list[Pool], node_name: str) -> None:
+        self.a = allocator
+        self.pools = pools
+        self.node_name = node_name
+        self.usable = [d for p in pools if not p.incomplete for d in p.devices]
+        self.requests = [self._requests(claim) for claim in allocator.claims]
+        self.in_use: set[DeviceID] = set(allocator.allocated)
+        self.results: list[list[tuple[_Exact, Device]]] = [[] for _ in allocator.claims]
+
+    # ---- preparing -------------------------------------------------------------------------
+
+    def _requests(self, claim: Mapping[str, Any]) -> list[list[_Exact]]:
+        out: list[list[_Exact]] = []
+        minimum = 0
+        for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+            name = str(request.get("name", ""))
+            if isinstance(request.get("exactly"), Mapping):
+                alternatives = [self._exact(claim, name, request["exactly"])]
+            else:
+                alternatives = [
+                    self._exact(claim, f"{name}/{sub.get('name', '')}", sub)
+                    for sub in request.get("firstAvailable") or []
+                ]
+            out.append(alternatives)
+            minimum += min((self._needed(x) for x in alternatives), default=0)
+        if minimum > ALLOCATION_RESULTS_MAX_SIZE:
+            raise AllocationError(
+                f"claim {kobj(claim)}: number of requested devices {minimum} exceeds the "
+                f"claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+            )
+        return out
+
+    def _needed(self, request: _Exact) -> int:
+        return len(request.candidates) if request.all_devices else request.count
+
+    def _exact(self, claim: Mapping[str, Any], name: str, spec: Mapping[str, Any]) -> _Exact:
+        class_name = str(spec.get("deviceClassName", ""))
+        device_class = self.a.classes.get(class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"claim {kobj(claim)}, request {name}: could not retrieve device class "
+                f'{class_name}: deviceclass.resource.k8s.io "{class_name}" not found'
+            )
+        mode = spec.get("allocationMode") or "ExactCount"
+        if mode not in ("ExactCount", "All"):
+            raise AllocationError(
+                f"claim {kobj(claim)}, request {name}: unsupported count mode {mode}"
+            )
+        tolerations = [DeviceToleration.from_dict(t) for t in spec.get("tolerations") or []]
+        request = _Exact(name, spec, tolerations)
+        if mode == "All":
+            for pool in self.pools:
+                if pool.incomplete:
+                    raise AllocationError(
+                        f"claim {kobj(claim)}, request {name}: asks for all devices, but "
+                        f"resource pool {pool.pool_id} is currently being updated"
+                    )
+        class_selectors = (device_class.get("spec") or {}).get("selectors") or []
+        request.candidates = [
+            device
+            for device in self.usable
+            if self._selected(device, class_selectors, f"class {class_name}")
+            and self._selected(device, spec.get("selectors") or [], f"claim {kobj(claim)}")
+        ]
+        return request
+
+    def _selected(self, device: Device, selectors: Sequence[Any], owner: str) -> bool:
+        for index, selector in enumerate(selectors):
+            expression = str(((selector or {}).get("cel") or {}).get("expression", ""))
+            compiled = self.a.cel.get(expression)
+            if compiled.error:
+                raise AllocationError(
+                    f"{owner}: selector #{index}: CEL compile error: {compiled.error}"
+                )
+            try:
+                matched = compiled.matches(device_variable(device.spec, device.id[0]))
+            except CelError as error:
+                raise AllocationError(
+                    f"{owner}: selector #{index} on device {device.id_string()}: "
+                    f"CEL runtime error: {error}"
+                ) from error
+            if not matched:
+                return False
+        return True
+
+    # ---- searching -------------------------------------------------------------------------
+
+    def solve(self) -> list[dict[str, Any]] | None:
+        if not self._claim(0, 0):
+            return None
+        return [self._result(i) for i in range(len(self.a.claims))]
+
+    def _claim(self, ci: int, ri: int) -> bool:
+        if ci == len(self.requests):
+            return True
+        if ri == len(self.requests[ci]):
+            return self._claim(ci + 1, 0)
+        return any(self._fill(ci, ri, alt, 0, 0) for alt in self.requests[ci][ri])
+
+    def _fill(self, ci: int, ri: int, request: _Exact, picked: int, start: int) -> bool:
+        if request.all_devices:
+            return self._fill_all(ci, ri, request)
+        if picked == request.count:
+            return self._claim(ci, ri + 1)
+        if len(self.results[ci]) >= ALLOCATION_RESULTS_MAX_SIZE:
+            return False
+        for index in range(start, len(request.candidates)):
+            device = request.candidates[index]
+            if device.id in self.in_use or taint_blocks(device, request.tolerations):
+                continue
+            self._take(ci, request, device)
+            if self._fill(ci, ri, request, picked + 1, index + 1):
+                return True
+            self._release(ci, device)
+        return False
+
+    def _fill_all(self, ci: int, ri: int, request: _Exact) -> bool:
+        devices = request.candidates
+        if not devices or any(
+            d.id in self.in_use or taint_blocks(d, request.tolerations) for d in devices
+        ):
+            return False
+        for device in devices:
+            self._take(ci, request, device)
+        if self._claim(ci, ri + 1):
+            return True
+        for device in reversed(devices):
+            self._release(ci, device)
+        return False
+
+    def _take(self, ci: int, request: _Exact, device: Device) -> None:
+        self.in_use.add(device.id)
+        self.results[ci].append((request, device))
+
+    def _release(self, ci: int, device: Device) -> None:
+        self.in_use.discard(device.id)
+        self.results[ci].pop()
+
+    # ---- results ---------------------------------------------------------------------------
+
+    def _result(self, ci: int) -> dict[str, Any]:
+        claim = self.a.claims[ci]
+        devices: dict[str, Any] = {"results": [_device_result(r, d) for r, d in self.results[ci]]}
+        config = self._config(claim, ci)
+        if config:
+            devices["config"] = config
+        result: dict[str, Any] = {"devices": devices}
+        selector = self._node_selector([d for _, d in self.results[ci]])
+        if selector is not None:
+            result["nodeSelector"] = selector
+        return result
+
+    def _config(self, claim: Mapping[str, Any], ci: int) -> list[dict[str, Any]]:
+        """Class configurations (once per class, for the requests using it), then the claim's."""
+        names = [str(r.get("name", "")) for r in _claim_requests(claim)]
+        by_class: dict[str, list[str]] = {}
+        chosen = {request.name: request for request, _ in self.results[ci]}
+        for request in chosen.values():
+            by_class.setdefault(str(request.spec.get("deviceClassName", "")), []).append(
+                request.name
+            )
+        out: list[dict[str, Any]] = []
+        for class_name, requests in by_class.items():
+            spec = self.a.classes[class_name].get("spec") or {}
+            for entry in spec.get("config") or []:
+                out.append({"source": "FromClass", "requests": list(requests), **entry})
+        for entry in ((claim.get("spec") or {}).get("devices") or {}).get("config") or []:
+            out.append({"source": "FromClaim", **entry})
+        for entry in out:
+            if len(entry.get("requests") or []) == len(names):
+                entry.pop("requests", None)
+        return out
+
+    def _node_selector(self, devices: list[Device]) -> dict[str, Any] | None:
+        expressions: list[Any] = []
+        fields: list[Any] = []
+        for device in devices:
+            spec = device.slice.get("spec") or {}
+            if spec.get("nodeName"):
+                return {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {
+                                    "key": "metadata.name",
+                                    "operator": "In",
+                                    "values": [spec["nodeName"]],
+                                }
+                            ]
+                        }
+                    ]
+                }
+            terms = (spec.get("nodeSelector") or {}).get("nodeSelectorTerms") or []
+            if len(terms) == 1:
+                for item in terms[0].get("matchExpressions") or []:
+                    if item not in expressions:
+                        expressions.append(item)
+                for item in terms[0].get("matchFields") or []:
+                    if item not in fields:
+                        fields.append(item)
+        term: dict[str, Any] = {}
+        if expressions:
+            term["matchExpressions"] = expressions
+        if fields:
+            term["matchFields"] = fields
+        return {"nodeSelectorTerms": [term]} if term else None
+
+
+def _claim_requests(claim: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list(((claim.get("spec") or {}).get("devices") or {}).get("requests") or [])
+
+
+def _device_result(request: _Exact, device: Device) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "request": request.name,
+        "driver": device.id[0],
+        "pool": device.id[1],
+        "device": device.id[2],
+    }
+    if request.tolerations:
+        result["tolerations"] = [t.to_dict() for t in request.tolerations]
+    return result
