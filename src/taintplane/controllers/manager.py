@@ -20,6 +20,7 @@ from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
 from taintplane.controllers.daemonset import DaemonSetController
 from taintplane.controllers.deployment import DeploymentController
+from taintplane.controllers.devicetainteviction import DeviceTaintEvictionController
 from taintplane.controllers.disruption import DisruptionController
 from taintplane.controllers.garbagecollector import GarbageCollector
 from taintplane.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
@@ -118,8 +119,13 @@ def _podgc(m: ControllerManager) -> Controller:
     )
 
 
+def _device_taint_eviction(m: ControllerManager) -> Controller:
+    return DeviceTaintEvictionController(m.client, m.clock, m.informers, registry=m.registry)
+
+
 _FACTORIES: dict[str, Factory] = {
     "taint-eviction-controller": _taint_eviction,
+    "device-taint-eviction-controller": _device_taint_eviction,
     "replicaset-controller": lambda m: ReplicaSetController(m.client, m.clock, m.informers),
     "deployment-controller": lambda m: DeploymentController(m.client, m.clock, m.informers),
     "node-lifecycle-controller": _node_lifecycle,

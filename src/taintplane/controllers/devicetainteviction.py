@@ -1,0 +1,375 @@
+"""The device taint eviction controller (KEP-5055): deletes pods whose allocated
+ResourceClaims use devices with NoExecute taints they do not tolerate, and reports progress in
+each DeviceTaintRule's ``EvictionInProgress`` condition.
+
+As upstream's ``devicetainteviction`` (Kubernetes 1.35): decisions are made in the informer
+callbacks at the clock's current instant (see :mod:`.device_evictions`); a timed work queue
+deletes each pod at its instant — the taint's ``timeAdded`` plus the toleration's seconds,
+which may already be past — with the ``DisruptionTarget`` condition
+(``DeletionByDeviceTaintManager``) and ``DeviceTaintManagerEviction`` events, and updates rule
+status (see :mod:`.devicetaintrule_status`): at once when a rule appears or a pod is found
+to evict because of it, then at most every 10 s, and 10 s after each eviction it caused. For
+a rule with effect ``None`` the condition reports, once, what ``NoExecute`` would do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+from collections.abc import Coroutine
+from datetime import datetime, timedelta
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from taintplane.api.decoding import format_time
+from taintplane.client import ApiError, Client, resource
+from taintplane.client.events import EventRecorder
+from taintplane.client.shared import SharedInformers
+from taintplane.clock import Clock
+from taintplane.controllers.device_evictions import (
+    ClaimState,
+    Eviction,
+    Pools,
+    Rule,
+    allocation_results,
+    claim_eviction,
+    pod_eviction,
+)
+from taintplane.controllers.devicetaintrule_status import RuleStatus
+
+__all__ = ["COMPONENT", "DeviceTaintEvictionController", "DeviceTaintEvictionMetrics"]
+
+log = logging.getLogger(__name__)
+
+PODS = resource("", "v1", "pods")
+COMPONENT = "device-taint-eviction-controller"
+EVENT_REASON = "DeviceTaintManagerEviction"
+CONDITION_REASON = "DeletionByDeviceTaintManager"
+CONDITION_MESSAGE = "Device Taint manager: deleting due to NoExecute taint"
+
+#: A pod to delete (namespace, name, uid) or a rule whose status to update ("", name, uid).
+Item = tuple[str, str, str, str]
+
+
+class DeviceTaintEvictionMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.deletions = Counter(
+            "pod_deletions",
+            "Total number of Pods deleted by DeviceTaintEvictionController since its start.",
+            subsystem="device_taint_eviction_controller",
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "pod_deletion_duration_seconds",
+            "Latency, in seconds, between the time when a device taint effect has been "
+            "activated and a Pod's deletion via DeviceTaintEvictionController.",
+            subsystem="device_taint_eviction_controller",
+            buckets=(0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240),
+            registry=registry,
+        )
+
+
+def _pod_item(pod: dict[str, Any]) -> Item:
+    meta = pod["metadata"]
+    return ("pod", meta["namespace"], meta["name"], str(meta.get("uid", "")))
+
+
+class DeviceTaintEvictionController:
+    def __init__(
+        self,
+        client: Client,
+        clock: Clock,
+        informers: SharedInformers,
+        *,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.client = client
+        self.clock = clock
+        self.pods = informers.pods
+        self.claims = informers.informer("resource.k8s.io", "v1", "resourceclaims")
+        self.slices = informers.informer("resource.k8s.io", "v1", "resourceslices")
+        self.rule_objects = informers.informer("resource.k8s.io", "v1alpha3", "devicetaintrules")
+        self.metrics = DeviceTaintEvictionMetrics(registry or CollectorRegistry())
+        self.recorder = EventRecorder(client, clock, COMPONENT)
+        self.pools = Pools()
+        self.rules: dict[str, Rule] = {}
+        self.claim_states: dict[str, ClaimState] = {}
+        #: Pods to delete and when (upstream's ``deletePodAt``).
+        self.delete_pod_at: dict[Item, Eviction] = {}
+        #: Pods each rule (by uid) evicted since the controller started.
+        self.evicted: dict[str, int] = {}
+        self.status = RuleStatus(self)
+        self._due: dict[Item, datetime] = {}
+        self._heap: list[tuple[datetime, int, Item]] = []
+        self._order = itertools.count()
+        self._failures: dict[Item, int] = {}
+        self._busy: set[Item] = set()
+        self._wake = asyncio.Event()
+        self._background: set[asyncio.Task[None]] = set()
+        self.claims.add_handlers(
+            lambda c: self._claim_changed(None, c),
+            self._claim_changed,
+            lambda c: self._claim_changed(c, None),
+        )
+        self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
+        self.rule_objects.add_handlers(
+            lambda r: self._rule_changed(None, r),
+            self._rule_changed,
+            lambda r: self._rule_changed(r, None),
+        )
+        self.slices.add_handlers(
+            lambda s: self._slice_changed(None, s),
+            self._slice_changed,
+            lambda s: self._slice_changed(s, None),
+        )
+
+    # ---- informer callbacks ----------------------------------------------------------------
+
+    def _claim_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        claim = new if new is not None else old
+        assert claim is not None
+        meta = claim["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        if new is None:
+            self.claim_states.pop(key, None)
+            self._handle_pods(claim)
+            return
+        if old is not None and old["metadata"].get("uid") != meta.get("uid"):
+            self._claim_changed(old, None)
+            self._claim_changed(None, new)
+            return
+        allocated = bool((new.get("status") or {}).get("allocation"))
+        was_allocated = old is not None and bool((old.get("status") or {}).get("allocation"))
+        if allocated and was_allocated:  # allocations are immutable: keep the eviction
+            self.claim_states[key] = ClaimState(new, self.claim_states[key].eviction)
+        elif allocated:
+            self.claim_states[key] = ClaimState(new, self._claim_eviction(new))
+        elif was_allocated:
+            del self.claim_states[key]
+        else:
+            return
+        reserved = (new.get("status") or {}).get("reservedFor")
+        if old is not None and (old.get("status") or {}).get("reservedFor") != reserved:
+            self._handle_pods(old)
+        self._handle_pods(new)
+
+    def _pod_added(self, pod: dict[str, Any]) -> None:
+        self._handle_pod(pod)
+
+    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if (old.get("spec") or {}).get("nodeName") == (new.get("spec") or {}).get("nodeName") and (
+            (old.get("status") or {}).get("resourceClaimStatuses")
+            == (new.get("status") or {}).get("resourceClaimStatuses")
+        ):
+            return  # e.g. our own DisruptionTarget condition
+        self._handle_pod(new)
+
+    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+        self.delete_pod_at.pop(_pod_item(pod), None)  # gone: no event
+
+    def _rule_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if old is None and new is not None:
+            self._enqueue(self.status.item(new), self.clock.now())  # report at least once
+        if new is None:
+            assert old is not None
+            self.evicted.pop(str(old["metadata"].get("uid", "")), None)
+            self.rules.pop(old["metadata"]["name"], None)
+        else:
+            self.rules[new["metadata"]["name"]] = Rule.from_object(new)
+        if (
+            old is not None
+            and new is not None
+            and old["metadata"].get("uid") == new["metadata"].get("uid")
+            and old.get("spec") == new.get("spec")
+        ):
+            return
+        for key, state in list(self.claim_states.items()):
+            eviction = self._claim_eviction(state.claim)
+            self.claim_states[key] = ClaimState(state.claim, eviction)
+            if eviction != state.eviction:
+                self._handle_pods(state.claim)
+
+    def _slice_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        changed = self.pools.update(old, new)
+        if not changed:
+            return
+        driver, pool = Pools.pool_of(new if new is not None else old or {})
+        for key, state in list(self.claim_states.items()):
+            if not any(
+                (r.get("driver"), r.get("pool"), r.get("device"))
+                in {(driver, pool, d) for d in changed}
+                for r in allocation_results(state.claim)
+            ):
+                continue
+            eviction = self._claim_eviction(state.claim)
+            if eviction != state.eviction:
+                self.claim_states[key] = ClaimState(state.claim, eviction)
+                self._handle_pods(state.claim)
+
+    # ---- decisions ---------------------------------------------------------------------------
+
+    def _claim_eviction(self, claim: dict[str, Any]) -> Eviction | None:
+        return claim_eviction(claim, self.pools, list(self.rules.values()), self.clock.now())
+
+    def _handle_pods(self, claim: dict[str, Any]) -> None:
+        namespace = claim["metadata"]["namespace"]
+        for consumer in (claim.get("status") or {}).get("reservedFor") or []:
+            if consumer.get("apiGroup") or consumer.get("resource") != "pods":
+                continue
+            pod = self.pods.get(f"{namespace}/{consumer.get('name')}")
+            if pod is not None and pod["metadata"].get("uid") == consumer.get("uid"):
+                self._handle_pod(pod)
+
+    def _handle_pod(self, pod: dict[str, Any]) -> None:
+        eviction = pod_eviction(pod, self.claim_states)
+        item = _pod_item(pod)
+        if eviction is None:
+            if self.delete_pod_at.pop(item, None) is not None:
+                self._spawn(self._pod_event(item, "Cancelling deletion"))
+            return
+        self.delete_pod_at[item] = eviction
+        self._enqueue(item, eviction.when)
+        now = self.clock.now()
+        for reason in eviction.reasons:
+            if reason.rule:
+                self._enqueue(("rule", "", reason.rule, reason.rule_uid), now)
+
+    def scheduled(self, namespace: str, name: str) -> datetime | None:
+        """When the pod is due to be deleted (for tests and explanations)."""
+        for (kind, ns, pod, _), eviction in self.delete_pod_at.items():
+            if (kind, ns, pod) == ("pod", namespace, name):
+                return eviction.when
+        return None
+
+    # ---- the work queue ----------------------------------------------------------------------
+
+    def _enqueue(self, item: Item, at: datetime) -> None:
+        """Add ``item`` due at ``at``; an item already waiting keeps the earlier instant."""
+        due = self._due.get(item)
+        if due is not None and due <= at:
+            return
+        self._due[item] = at
+        heapq.heappush(self._heap, (at, next(self._order), item))
+        self._wake.set()
+
+    async def run(self) -> None:
+        try:
+            while True:
+                self._wake.clear()
+                now = self.clock.now()
+                while self._heap and self._heap[0][0] <= now:
+                    due, _, item = heapq.heappop(self._heap)
+                    if self._due.get(item) != due:
+                        continue  # superseded by an earlier entry
+                    del self._due[item]
+                    self._process(item, now)
+                if not self._heap:
+                    await self._wake.wait()
+                    continue
+                delay = (self._heap[0][0] - now).total_seconds()
+                sleeper = asyncio.ensure_future(self.clock.sleep(delay))
+                woken = asyncio.ensure_future(self._wake.wait())
+                await asyncio.wait({sleeper, woken}, return_when=asyncio.FIRST_COMPLETED)
+                for task in (sleeper, woken):
+                    task.cancel()
+        finally:
+            for task in list(self._background):
+                task.cancel()
+            await asyncio.gather(*self._background, return_exceptions=True)
+
+    def _process(self, item: Item, now: datetime) -> None:
+        if item in self._busy:  # being worked on: look again when that is done
+            self._enqueue(item, now + timedelta(milliseconds=5))
+            return
+        if item[0] == "rule":
+            again = self.status.update(item[2], item[3], now)
+            if again is not None:
+                self._enqueue(item, again)
+            return
+        eviction = self.delete_pod_at.get(item)
+        if eviction is None:
+            return  # obsolete
+        if eviction.when > now:
+            self._enqueue(item, eviction.when)
+            return
+        self._busy.add(item)
+        self._spawn(self._delete(item, eviction))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ---- deleting ------------------------------------------------------------------------------
+
+    async def _pod_event(self, item: Item, message: str) -> None:
+        _, namespace, name, uid = item
+        ref = {"kind": "Pod", "namespace": namespace, "name": name, "apiVersion": "v1"}
+        if uid:
+            ref["uid"] = uid
+        await self.recorder.event({}, "Normal", EVENT_REASON, message, reference=ref)
+
+    async def _delete(self, item: Item, eviction: Eviction) -> None:
+        try:
+            deleted = await self._condition_and_delete(item)
+        except ApiError as error:
+            if error.code != 404:
+                failures = self._failures.get(item, 0) + 1
+                self._failures[item] = failures
+                log.info("evicting %s/%s failed (attempt %d): %s", *item[1:3], failures, error)
+                delay = min(0.005 * 2 ** (failures - 1), 1000.0)
+                self._enqueue(item, self.clock.now() + timedelta(seconds=delay))
+                return
+            deleted = False
+        finally:
+            self._busy.discard(item)
+        self._failures.pop(item, None)
+        self.delete_pod_at.pop(item, None)
+        if not deleted:
+            return
+        now = self.clock.now()
+        self.metrics.deletions.inc()
+        self.metrics.latency.observe((now - eviction.when).total_seconds())
+        for reason in eviction.reasons:
+            if reason.rule:
+                self.evicted[reason.rule_uid] = self.evicted.get(reason.rule_uid, 0) + 1
+                # Later, not now: the status is computed from the informers' caches.
+                rule_item = ("rule", "", reason.rule, reason.rule_uid)
+                self._enqueue(rule_item, now + timedelta(seconds=self.status.period))
+
+    async def _condition_and_delete(self, item: Item) -> bool:
+        """Upstream's ``addConditionAndDeletePod``: False if the pod is gone or replaced."""
+        _, namespace, name, uid = item
+        pod = await self.client.get(PODS, name, namespace)
+        if pod["metadata"].get("uid") != uid:
+            return False
+        if pod["metadata"].get("deletionTimestamp"):
+            return True  # already being deleted (upstream counts it too)
+        await self._pod_event(item, "Marking for deletion")
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        old = next((c for c in conditions if c.get("type") == "DisruptionTarget"), None)
+        wanted = {"status": "True", "reason": CONDITION_REASON, "message": CONDITION_MESSAGE}
+        if old is None or any(old.get(k) != v for k, v in wanted.items()):
+            keep = old is not None and old.get("status") == "True"
+            condition = {
+                "type": "DisruptionTarget",
+                **wanted,
+                "lastTransitionTime": (
+                    old.get("lastTransitionTime")
+                    if keep and old is not None
+                    else format_time(self.clock.now())
+                ),
+            }
+            await self.client.patch(
+                PODS,
+                name,
+                {"status": {"conditions": [condition]}},
+                namespace=namespace,
+                patch_type="strategic",
+                subresource="status",
+            )
+        await self.client.delete(PODS, name, namespace, uid=uid)
+        return True
