@@ -31,10 +31,14 @@ class Diagnosis:
     )
     pre_filter_message: str = ""
     post_filter_message: str = ""
+    pre_filter_plugin: str = ""
 
     @property
     def unschedulable_plugins(self) -> set[str]:
-        return {s.plugin for s in self.node_statuses.values() if s.plugin}
+        plugins = {s.plugin for s in self.node_statuses.values() if s.plugin}
+        if self.pre_filter_plugin:
+            plugins.add(self.pre_filter_plugin)
+        return plugins
 
 
 def fit_error_message(diagnosis: Diagnosis) -> str:

@@ -34,9 +34,11 @@ __all__ = [
     "FilterPlugin",
     "Framework",
     "Plugin",
+    "PreBindPlugin",
     "PreFilterPlugin",
     "PreScorePlugin",
     "Registry",
+    "ReservePlugin",
     "ScorePlugin",
     "Status",
 ]
@@ -127,6 +129,22 @@ class ScorePlugin(Protocol):
     def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None: ...
 
 
+@runtime_checkable
+class ReservePlugin(Protocol):
+    name: str
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None: ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PreBindPlugin(Protocol):
+    name: str
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None: ...
+
+
 def default_normalize(scores: dict[str, int], *, reverse: bool) -> None:
     """``helper.DefaultNormalizeScore``: scale to 0..100 by the maximum, optionally reversed."""
     top = max(scores.values(), default=0)
@@ -180,6 +198,8 @@ class Framework:
         self.filters = [p for p in self.plugins if isinstance(p, FilterPlugin)]
         self.pre_scores = [p for p in self.plugins if isinstance(p, PreScorePlugin)]
         self.scorers = [p for p in self.plugins if isinstance(p, ScorePlugin)]
+        self.reservers = [p for p in self.plugins if isinstance(p, ReservePlugin)]
+        self.pre_binders = [p for p in self.plugins if isinstance(p, PreBindPlugin)]
 
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
@@ -258,3 +278,25 @@ class Framework:
             weight = self.weights.get(scorer.name, 1)
             result[scorer.name] = {name: value * weight for name, value in scores.items()}
         return result
+
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Reserve in order; the first failure is returned (the caller then unreserves)."""
+        for plugin in self.reservers:
+            status = plugin.reserve(state, pod, node_name)
+            if status is not None and status.code is not Code.SUCCESS:
+                message = f'running Reserve plugin "{plugin.name}": {status.message}'
+                return Status(Code.ERROR, (message,), plugin.name)
+        return None
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Unreserve in reverse order, as upstream."""
+        for plugin in reversed(self.reservers):
+            plugin.unreserve(state, pod, node_name)
+
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        for plugin in self.pre_binders:
+            status = await plugin.pre_bind(state, pod, node_name)
+            if status is not None and status.code is not Code.SUCCESS:
+                message = f'running PreBind plugin "{plugin.name}": {status.message}'
+                return Status(Code.ERROR, (message,), plugin.name)
+        return None

@@ -39,6 +39,11 @@ class ClusterEvent:
     NODE_ALLOCATABLE = "NodeAllocatableChange"
     ASSIGNED_POD_DELETE = "AssignedPodDelete"
     POD_UPDATE = "UnscheduledPodUpdate"
+    POD_GENERATED_CLAIM = "UpdatePodGeneratedResourceClaim"
+    RESOURCE_CLAIM = "ResourceClaimChange"
+    RESOURCE_SLICE = "ResourceSliceChange"
+    DEVICE_CLASS = "DeviceClassChange"
+    DEVICE_TAINT_RULE = "DeviceTaintRuleChange"
 
 
 #: Which events may make a pod rejected by each plugin schedulable (upstream's EventsToRegister).
@@ -61,6 +66,16 @@ INTERESTS: dict[str, set[str]] = {
         ClusterEvent.NODE_TAINT,
         ClusterEvent.ASSIGNED_POD_DELETE,
         ClusterEvent.POD_UPDATE,
+    },
+    names.DYNAMIC_RESOURCES: {
+        ClusterEvent.NODE_ADD,
+        ClusterEvent.NODE_LABEL,
+        ClusterEvent.NODE_TAINT,
+        ClusterEvent.POD_GENERATED_CLAIM,
+        ClusterEvent.RESOURCE_CLAIM,
+        ClusterEvent.RESOURCE_SLICE,
+        ClusterEvent.DEVICE_CLASS,
+        ClusterEvent.DEVICE_TAINT_RULE,
     },
     names.NODE_RESOURCES_FIT: {
         ClusterEvent.NODE_ADD,

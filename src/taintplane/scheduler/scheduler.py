@@ -27,6 +27,7 @@ from taintplane.scheduler.diagnosis import NO_NODES_AVAILABLE, Diagnosis, fit_er
 from taintplane.scheduler.framework import CycleState, Framework, Status
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
+from taintplane.scheduler.plugins.dynamic_resources import DraCaches, DynamicResources
 from taintplane.scheduler.plugins.node_affinity import NodeAffinity
 from taintplane.scheduler.plugins.node_name import NodeName
 from taintplane.scheduler.plugins.node_resources import (
@@ -53,9 +54,15 @@ PODS = resource("", "v1", "pods")
 PDBS = resource("policy", "v1", "poddisruptionbudgets")
 NOMINATED_KEY = "nominated-pods"
 EVENTS = resource("", "v1", "events")
+RESOURCE_CLAIMS = resource("resource.k8s.io", "v1", "resourceclaims")
+RESOURCE_SLICES = resource("resource.k8s.io", "v1", "resourceslices")
+DEVICE_CLASSES = resource("resource.k8s.io", "v1", "deviceclasses")
+DEVICE_TAINT_RULES = resource("resource.k8s.io", "v1alpha3", "devicetaintrules")
 
 
-def default_framework(features: FeatureGates | None = None) -> Framework:
+def default_framework(
+    features: FeatureGates | None = None, dra: DynamicResources | None = None
+) -> Framework:
     """The default profile's plugins that exist here, in upstream's order and weights."""
     gates = features or FeatureGates()
     plugins = [
@@ -65,6 +72,7 @@ def default_framework(features: FeatureGates | None = None) -> Framework:
         NodeAffinity(),
         NodeResourcesFit(),
         PodTopologySpread(),
+        dra or DynamicResources(),
         NodeResourcesBalancedAllocation(),
     ]
     weights = {
@@ -95,6 +103,7 @@ class Decision:
     scores: dict[str, dict[str, int]] | None = None
     nominated: str = ""  # preemption: the node room is being made on
     victims: Sequence[PodInfo] = ()
+    state: CycleState | None = None  # the cycle's state, for Reserve and PreBind
 
 
 class Scheduler:
@@ -111,7 +120,9 @@ class Scheduler:
         self.client = client
         self.clock = clock
         self.name = scheduler_name
-        self.framework = default_framework(features)
+        self.dra_caches = DraCaches()
+        self.dra = DynamicResources(self.dra_caches, client)
+        self.framework = default_framework(features, self.dra)
         self.percentage = percentage_of_nodes_to_score
         self.queue = SchedulingQueue(clock)
         self.nodes: dict[str, NodeInfo] = {}
@@ -146,6 +157,23 @@ class Scheduler:
         # Budgets weigh preemption's choice of victims (their status, kept by the
         # disruption controller, says how many disruptions each still allows).
         self.pdb_informer = Informer(client, PDBS)
+        # DynamicResources reads claims, slices, classes and DeviceTaintRules from these.
+        self.dra_informers = [
+            self._dra_informer(RESOURCE_CLAIMS, ClusterEvent.RESOURCE_CLAIM),
+            self._dra_informer(RESOURCE_SLICES, ClusterEvent.RESOURCE_SLICE),
+            self._dra_informer(DEVICE_CLASSES, ClusterEvent.DEVICE_CLASS),
+            self._dra_informer(DEVICE_TAINT_RULES, ClusterEvent.DEVICE_TAINT_RULE),
+        ]
+        self.dra_caches.claims, self.dra_caches.slices, self.dra_caches.classes = (
+            informer.cache for informer in self.dra_informers[:3]
+        )
+        self.dra_caches.rules = self.dra_informers[3].cache
+
+    def _dra_informer(self, rt: Any, event: str) -> Informer:
+        def changed(*_: Any) -> None:
+            self.queue.on_event(event)
+
+        return Informer(self.client, rt, on_add=changed, on_update=changed, on_delete=changed)
 
     # ---- running ---------------------------------------------------------------------------
 
@@ -154,10 +182,13 @@ class Scheduler:
             asyncio.create_task(self.node_informer.run()),
             asyncio.create_task(self.pod_informer.run()),
             asyncio.create_task(self.pdb_informer.run()),
+            *(asyncio.create_task(informer.run()) for informer in self.dra_informers),
         ]
         try:
             await self.node_informer.synced.wait()
             await self.pod_informer.synced.wait()
+            for informer in self.dra_informers:
+                await informer.synced.wait()
             while True:
                 pod = await self.queue.pop()
                 await self.schedule_one(pod)
@@ -233,6 +264,14 @@ class Scheduler:
         elif (
             self._responsible(new)
             and not new["metadata"].get("deletionTimestamp")
+            and _claim_statuses(old) != _claim_statuses(new)
+        ):
+            # The resource claim controller named a claim made from a template.
+            self.queue.update(info)
+            self.queue.on_event(ClusterEvent.POD_GENERATED_CLAIM)
+        elif (
+            self._responsible(new)
+            and not new["metadata"].get("deletionTimestamp")
             and (
                 (old.get("spec") or {}) != (new.get("spec") or {})
                 or old["metadata"].get("labels") != new["metadata"].get("labels")
@@ -293,8 +332,17 @@ class Scheduler:
         state.data[ALL_NODES_KEY] = nodes
         rejected = self.framework.run_pre_filter(state, pod, nodes)
         if rejected is not None:
-            diagnosis = Diagnosis(len(nodes), pre_filter_message=rejected.message)
+            diagnosis = Diagnosis(
+                len(nodes), pre_filter_message=rejected.message, pre_filter_plugin=rejected.plugin
+            )
             return Decision(diagnosis=diagnosis, message=fit_error_message(diagnosis))
+        decision = self._decide_filtered(state, pod, nodes, explain)
+        decision.state = state
+        return decision
+
+    def _decide_filtered(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], explain: bool
+    ) -> Decision:
         reserved = self._nominated_for(pod)
         if reserved:
             state.data[NOMINATED_KEY] = reserved
@@ -432,6 +480,13 @@ class Scheduler:
             await self._record_failure(pod, decision.message)
             return
         node = self.nodes[decision.node]
+        state = decision.state or CycleState()
+        failed = self.framework.run_reserve(state, pod, node.name)
+        if failed is not None:
+            self.framework.run_unreserve(state, pod, node.name)
+            self.queue.error(pod)
+            await self._record_failure(pod, failed.message)
+            return
         assumed = PodInfo.of(
             {**pod.pod, "spec": {**(pod.pod.get("spec") or {}), "nodeName": node.name}}
         )
@@ -440,12 +495,21 @@ class Scheduler:
         self._assumed[pod.key] = node.name
         self._placed[pod.key] = node.name
         self.queue.done(pod.key)
-        task = asyncio.create_task(self._bind(pod, node.name))
+        task = asyncio.create_task(self._bind(pod, node.name, state))
         self._bindings.add(task)
         task.add_done_callback(self._bindings.discard)
 
-    async def _bind(self, pod: PodInfo, node: str) -> None:
+    async def _bind(self, pod: PodInfo, node: str, state: CycleState | None = None) -> None:
         async with self._binding_slots:
+            if state is not None and self.framework.pre_binders:
+                failed = await self.framework.run_pre_bind(state, pod, node)
+                if failed is not None:
+                    log.info("prebind of %s on %s failed: %s", pod.key, node, failed.message)
+                    self.framework.run_unreserve(state, pod, node)
+                    self._unassume(pod, node)
+                    self.queue.error(pod)
+                    await self._record_failure(pod, failed.message)
+                    return
             await self._bind_now(pod, node)
 
     async def _bind_now(self, pod: PodInfo, node: str) -> None:
@@ -600,6 +664,10 @@ class Scheduler:
     def explain(self, pod: dict[str, Any]) -> Decision:
         """Every node's verdict and the scores, for ``taintplane explain``."""
         return self.decide(PodInfo.of(pod), explain=True)
+
+
+def _claim_statuses(pod: dict[str, Any]) -> Any:
+    return (pod.get("status") or {}).get("resourceClaimStatuses")
 
 
 class _Rows(Sequence[NodeInfo]):

@@ -1,0 +1,304 @@
+"""DynamicResources: pods with ResourceClaims land where their devices can be allocated.
+
+* **PreFilter** resolves the pod's claims (a template's claim is named in
+  ``status.resourceClaimStatuses`` once the resource claim controller made it) and rejects the
+  pod outright while a claim is missing, being deleted, not the pod's own, or its device class
+  does not exist; claims still to be allocated get an allocator over the slices (with
+  DeviceTaintRules applied), the classes and the devices other claims hold.
+* **Filter** checks allocated claims' node selectors and runs the allocator for the node.
+* **Reserve** remembers the chosen node's allocation as in flight (later cycles count those
+  devices as taken); **Unreserve** forgets it.
+* **PreBind** writes it: the finalizer, then ``status.allocation`` and the pod in
+  ``status.reservedFor`` through ``resourceclaims/status``, before the pod is bound.
+
+The texts are upstream's (``dynamicresources.go``, ``resourceclaim``); all rejections are
+UnschedulableAndUnresolvable, as upstream's ``statusUnschedulable``.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from taintplane.api.nodeaffinity import term_matches
+from taintplane.client import ApiError, Client, resource
+from taintplane.dra.allocator import AllocationError, Allocator
+from taintplane.dra.cel import CelCache
+from taintplane.dra.claims import (
+    FINALIZER,
+    ClaimNameError,
+    allocated_devices,
+    allocation_of,
+    can_be_reserved,
+    claim_name,
+    is_for_pod,
+    is_reserved_for_pod,
+    kobj,
+)
+from taintplane.dra.devices import rule_taints
+from taintplane.scheduler.framework import Code, CycleState, Status
+from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
+from taintplane.scheduler.plugins import names
+
+__all__ = [
+    "CANNOT_ALLOCATE",
+    "CLAIM_IN_USE",
+    "NOT_AVAILABLE_ON_NODE",
+    "RESOURCE_CLAIMS",
+    "DraCaches",
+    "DynamicResources",
+]
+
+log = logging.getLogger(__name__)
+
+RESOURCE_CLAIMS = resource("resource.k8s.io", "v1", "resourceclaims")
+CANNOT_ALLOCATE = "cannot allocate all claims"
+NOT_AVAILABLE_ON_NODE = "resourceclaim not available on the node"
+CLAIM_IN_USE = "resourceclaim in use"
+_STATE_KEY = names.DYNAMIC_RESOURCES
+_CONFLICT_RETRIES = 5
+
+
+@dataclass
+class DraCaches:
+    """The scheduler's informer caches the plugin reads (keys as the informers file them)."""
+
+    claims: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    slices: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    classes: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    rules: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class _State:
+    claims: list[dict[str, Any]]
+    node_selectors: dict[int, dict[str, Any]] = field(default_factory=dict)
+    allocator: Allocator | None = None
+    #: node -> one allocation per claim the allocator handles
+    node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: claim index -> the allocation Reserve chose
+    allocations: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+class DynamicResources:
+    name = names.DYNAMIC_RESOURCES
+
+    def __init__(self, caches: DraCaches | None = None, client: Client | None = None) -> None:
+        self.caches = caches or DraCaches()
+        self.client = client
+        self.cel = CelCache()
+        #: claim uid -> claim with the allocation being written (upstream's assume cache)
+        self.in_flight: dict[str, dict[str, Any]] = {}
+
+    # ---- PreFilter -------------------------------------------------------------------------
+
+    def _pod_claims(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
+        """``foreachPodResourceClaim``; raises :class:`ClaimNameError` with the reason."""
+        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        out = []
+        for pod_claim in (pod.get("spec") or {}).get("resourceClaims") or []:
+            name, must_check_owner = claim_name(pod, pod_claim)
+            if name is None:
+                continue
+            claim = self.caches.claims.get(f"{namespace}/{name}")
+            if claim is None:
+                raise ClaimNameError(f'resourceclaim.resource.k8s.io "{name}" not found')
+            if (claim.get("metadata") or {}).get("deletionTimestamp"):
+                raise ClaimNameError(f'resourceclaim "{name}" is being deleted')
+            if must_check_owner and (problem := is_for_pod(pod, claim)):
+                raise ClaimNameError(problem)
+            out.append(self._assumed(claim))
+        return out
+
+    def _assumed(self, claim: dict[str, Any]) -> dict[str, Any]:
+        """The claim as this scheduler last wrote it, until the informer has caught up."""
+        uid = (claim.get("metadata") or {}).get("uid", "")
+        pending = self.in_flight.get(uid)
+        if pending is None:
+            return claim
+        if allocation_of(claim) is not None or allocation_of(pending) is None:
+            del self.in_flight[uid]
+            return claim
+        return pending
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        if not (pod.pod.get("spec") or {}).get("resourceClaims"):
+            return Status(Code.SKIP)
+        try:
+            claims = self._pod_claims(pod.pod)
+        except ClaimNameError as error:
+            return Status.unresolvable(str(error))
+        if not claims:
+            return Status(Code.SKIP)
+        s = _State(claims)
+        state.data[_STATE_KEY] = s
+        to_allocate = []
+        for index, claim in enumerate(claims):
+            allocation = allocation_of(claim)
+            if allocation is not None:
+                if not can_be_reserved(claim) and not is_reserved_for_pod(pod.pod, claim):
+                    return Status.unresolvable(CLAIM_IN_USE)
+                if isinstance(allocation.get("nodeSelector"), dict):
+                    s.node_selectors[index] = allocation["nodeSelector"]
+                continue
+            uid = (claim.get("metadata") or {}).get("uid", "")
+            if uid in self.in_flight:
+                return Status.unresolvable(
+                    f"resource claim {kobj(claim)} is in the process of being allocated"
+                )
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+                problem = self._missing_class(request)
+                if problem:
+                    return Status.unresolvable(problem)
+            to_allocate.append(claim)
+        if to_allocate:
+            every = self._all_claims()
+            s.allocator = Allocator(
+                to_allocate,
+                allocated_devices(every),
+                dict(self.caches.classes),
+                list(self.caches.slices.values()),
+                rule_taints(self.caches.rules.values()),
+                self.cel,
+            )
+        return None
+
+    def _all_claims(self) -> list[dict[str, Any]]:
+        claims = [self._assumed(c) for c in list(self.caches.claims.values())]
+        seen = {(c.get("metadata") or {}).get("uid") for c in claims}
+        pending = [c for uid, c in self.in_flight.items() if uid not in seen]
+        return claims + pending
+
+    def _missing_class(self, request: Mapping[str, Any]) -> str:
+        name = str(request.get("name", ""))
+        if isinstance(request.get("exactly"), Mapping):
+            wanted = [(name, str(request["exactly"].get("deviceClassName", "")))]
+        else:
+            wanted = [
+                (f"{name}/{sub.get('name', '')}", str(sub.get("deviceClassName", "")))
+                for sub in request.get("firstAvailable") or []
+            ]
+        for request_name, class_name in wanted:
+            if class_name not in self.caches.classes:
+                return f"request {request_name}: device class {class_name} does not exist"
+        return ""
+
+    # ---- Filter ----------------------------------------------------------------------------
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        s: _State | None = state.data.get(_STATE_KEY)
+        if s is None:
+            return None
+        unavailable = any(
+            not any(
+                term_matches(t, node.labels, node.name) for t in sel.get("nodeSelectorTerms") or []
+            )
+            for sel in s.node_selectors.values()
+        )
+        if s.allocator is not None:
+            try:
+                result = s.allocator.allocate(node.name, node.labels)
+            except AllocationError as error:
+                return Status(Code.ERROR, (str(error),))
+            if result is None or len(result) != len(s.allocator.claims):
+                return Status.unresolvable(CANNOT_ALLOCATE)
+            s.node_allocations[node.name] = result
+        if unavailable:
+            return Status.unresolvable(NOT_AVAILABLE_ON_NODE)
+        return None
+
+    # ---- Reserve / Unreserve ---------------------------------------------------------------
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        s: _State | None = state.data.get(_STATE_KEY)
+        if s is None or s.allocator is None:
+            return None
+        allocations = s.node_allocations.get(node_name)
+        if allocations is None:
+            return Status(Code.ERROR, ("claim allocation not found for node",))
+        for claim, allocation in zip(s.allocator.claims, allocations, strict=True):
+            index = next(i for i, c in enumerate(s.claims) if c is claim)
+            s.allocations[index] = allocation
+            pending: dict[str, Any] = copy.deepcopy(dict(claim))
+            pending.setdefault("status", {})["allocation"] = allocation
+            self.in_flight[pending["metadata"]["uid"]] = pending
+        return None
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        s: _State | None = state.data.get(_STATE_KEY)
+        if s is None:
+            return
+        for index in s.allocations:
+            self.in_flight.pop(s.claims[index]["metadata"]["uid"], None)
+
+    # ---- PreBind ---------------------------------------------------------------------------
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        s: _State | None = state.data.get(_STATE_KEY)
+        if s is None:
+            return None
+        for index, claim in enumerate(s.claims):
+            if is_reserved_for_pod(pod.pod, claim):
+                continue
+            try:
+                s.claims[index] = await self._bind_claim(s, index, pod)
+            except (ApiError, _BindError) as error:
+                return Status(Code.ERROR, (str(error),))
+        return None
+
+    async def _bind_claim(self, s: _State, index: int, pod: PodInfo) -> dict[str, Any]:
+        assert self.client is not None, "DynamicResources needs a client to bind claims"
+        claim = copy.deepcopy(s.claims[index])
+        allocation = s.allocations.get(index)
+        refresh = False
+        for attempt in range(_CONFLICT_RETRIES):
+            if refresh:
+                claim = await self.client.get(RESOURCE_CLAIMS, *_name_ns(claim))
+            refresh = True
+            meta = claim["metadata"]
+            if meta.get("deletionTimestamp"):
+                raise _BindError(f"claim {kobj(claim)} got deleted in the meantime")
+            if allocation is not None:
+                if allocation_of(claim) is not None:
+                    raise _BindError(f"claim {kobj(claim)} got allocated elsewhere in the meantime")
+                if FINALIZER not in (meta.get("finalizers") or []):
+                    meta["finalizers"] = [*(meta.get("finalizers") or []), FINALIZER]
+                    try:
+                        claim = await self.client.update(RESOURCE_CLAIMS, claim)
+                    except ApiError as error:
+                        if error.code == 409 and attempt + 1 < _CONFLICT_RETRIES:
+                            continue
+                        raise _BindError(
+                            f"add finalizer to claim {kobj(claim)}: {error}"
+                        ) from error
+                claim.setdefault("status", {})["allocation"] = allocation
+            status = claim.setdefault("status", {})
+            status["reservedFor"] = [
+                *(status.get("reservedFor") or []),
+                {"resource": "pods", "name": pod.name, "uid": pod.pod["metadata"].get("uid")},
+            ]
+            try:
+                updated = await self.client.update(RESOURCE_CLAIMS, claim, subresource="status")
+            except ApiError as error:
+                if error.code == 409 and attempt + 1 < _CONFLICT_RETRIES:
+                    continue
+                what = "allocation and reservation" if allocation is not None else "reservation"
+                raise _BindError(f"add {what} to claim {kobj(claim)}: {error}") from error
+            if allocation is not None:
+                self.in_flight[updated["metadata"]["uid"]] = updated
+            return updated
+        raise _BindError(f"claim {kobj(claim)}: too many conflicts")  # pragma: no cover
+
+
+class _BindError(Exception):
+    pass
+
+
+def _name_ns(claim: Mapping[str, Any]) -> tuple[str, str]:
+    meta = claim.get("metadata") or {}
+    return str(meta.get("name", "")), str(meta.get("namespace", ""))
