@@ -25,6 +25,7 @@ _COMMANDS = {
     "agents": "taintplane.cli.components:agents_command",
     "dedicate": "taintplane.cli.dedicate:dedicate_group",
     "policy": "taintplane.cli.policy:policy_group",
+    "taint": "taintplane.cli.taint_devices:taint_group",
 }
 
 
