@@ -26,6 +26,7 @@ from taintplane.controllers.garbagecollector import GarbageCollector
 from taintplane.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from taintplane.controllers.podgc import PodGCController
 from taintplane.controllers.replicaset import ReplicaSetController
+from taintplane.controllers.resourceclaim import ResourceClaimController
 from taintplane.controllers.tainteviction import TaintEvictionController
 
 __all__ = ["ALL_CONTROLLERS", "ControllerConfig", "ControllerManager"]
@@ -133,6 +134,7 @@ _FACTORIES: dict[str, Factory] = {
     "pod-garbage-collector-controller": _podgc,
     "garbage-collector-controller": lambda m: GarbageCollector(m.client, m.clock, m.informers),
     "disruption-controller": lambda m: DisruptionController(m.client, m.clock, m.informers),
+    "resourceclaim-controller": lambda m: ResourceClaimController(m.client, m.clock, m.informers),
 }
 
 ALL_CONTROLLERS: tuple[str, ...] = tuple(_FACTORIES)
