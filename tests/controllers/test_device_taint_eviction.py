@@ -11,6 +11,7 @@ from prometheus_client import generate_latest
 from taintplane.client import resource
 from taintplane.controllers.devicetainteviction import DeviceTaintEvictionController
 from tests.controllers.device_taint_helpers import (
+    CLAIMS,
     RULES,
     allocated_claim,
     create_rule,
@@ -25,6 +26,7 @@ from tests.controllers.device_taint_helpers import (
 from tests.controllers.harness import Sim, at, simulate
 
 NAMESPACES = resource("", "v1", "namespaces")
+PODS = resource("", "v1", "pods")
 ONLY = ("device-taint-eviction-controller",)
 NOT_AGAIN = (
     " if the effect was NoExecute. This information will not be updated again. "
@@ -363,5 +365,73 @@ def test_maintenance_pods_tolerate_their_own_taint(tmp_path: Path) -> None:
             "2 pods evicted since starting the controller.",
             "2026-01-01T00:01:10Z",
         )
+
+    simulate(tmp_path, scenario, controllers=ONLY)
+
+
+def test_which_pods_a_claim_evicts(tmp_path: Path) -> None:
+    """Pods are evicted through claims they use and are reserved for: a claim generated from
+    a template counts only for the pod that owns it; a claim not reserved for a pod, or a
+    pod not yet scheduled, is left alone."""
+
+    async def scenario(sim: Sim) -> None:
+        await publish(sim, "node-1")
+        claim = await allocated_claim(sim.client, "gen-abc", [("node-1", "gpu-1")])
+        pod = await sim.create_pod(
+            {
+                "metadata": {"name": "templated", "namespace": "default"},
+                "spec": {
+                    "nodeName": "node-1",
+                    "containers": [{"name": "c", "image": "cuda"}],
+                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu-tpl"}],
+                },
+            }
+        )
+        uid = pod["metadata"]["uid"]
+        owner = {"apiVersion": "v1", "kind": "Pod", "name": "templated", "uid": uid}
+        await sim.client.patch(
+            CLAIMS,
+            "gen-abc",
+            {"metadata": {"ownerReferences": [{**owner, "controller": True}]}},
+            namespace="default",
+        )
+        reserved = [{"resource": "pods", "name": "templated", "uid": uid}]
+        await sim.client.patch(
+            CLAIMS,
+            "gen-abc",
+            {"status": {**claim["status"], "reservedFor": reserved}},
+            namespace="default",
+            subresource="status",
+        )
+        await allocated_claim(sim.client, "unreserved", [("node-1", "gpu-1")])
+        await sim.create_pod(
+            {
+                "metadata": {"name": "bystander", "namespace": "default"},
+                "spec": {
+                    "nodeName": "node-1",
+                    "containers": [{"name": "c", "image": "cuda"}],
+                    "resourceClaims": [{"name": "gpu", "resourceClaimName": "unreserved"}],
+                },
+            }
+        )
+        await sim.advance_to(10)
+        await create_rule(sim, rule("broken", "example.com/broken", "NoExecute", device="gpu-1"))
+        # The generated claim's name is not in the pod's status yet: not its claim.
+        assert controller(sim).scheduled("default", "templated") is None
+        await sim.client.patch(
+            PODS,
+            "templated",
+            {
+                "status": {
+                    "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "gen-abc"}]
+                }
+            },
+            namespace="default",
+            subresource="status",
+        )
+        await sim.advance(0)
+        assert await sim.deletion("templated") == "2026-01-01T00:00:40Z"
+        await sim.advance_to(100)
+        assert await sim.deletion("bystander") is None
 
     simulate(tmp_path, scenario, controllers=ONLY)
