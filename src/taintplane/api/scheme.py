@@ -72,6 +72,7 @@ class ResourceType:
 
 
 _STATUS = Subresource("status", STATUS_VERBS)
+_SCALE = Subresource("scale", ("get", "patch", "update"), ("autoscaling", "v1", "Scale"))
 
 
 def _core(kind: str, plural: str, namespaced: bool, **kw: object) -> ResourceType:
@@ -115,7 +116,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         True,
         short_names=("deploy",),
         categories=("all",),
-        subresources=(_STATUS,),
+        subresources=(_STATUS, _SCALE),
     ),
     ResourceType(
         "apps",
@@ -125,7 +126,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         True,
         short_names=("rs",),
         categories=("all",),
-        subresources=(_STATUS,),
+        subresources=(_STATUS, _SCALE),
     ),
     ResourceType(
         "apps",

@@ -7,7 +7,7 @@ Each handler turns a request into registry calls and the result into a response;
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -32,6 +32,7 @@ from taintplane.apiserver.patch import (
 )
 from taintplane.apiserver.registry import Apply, Registry, WatchProgress
 from taintplane.apiserver.requestinfo import RequestInfo
+from taintplane.apiserver.scale import apply_scale, scale_of
 from taintplane.apiserver.status import APIError, success
 from taintplane.apiserver.subresources import bind, evict
 from taintplane.apiserver.tables import table_for
@@ -104,6 +105,8 @@ class ResourceHandlers:
             return json_response(await bind(self.registry, info, await self._body(request)), 201)
         if info.subresource == "eviction" and method == "POST":
             return json_response(await evict(self.registry, info, await self._body(request)), 201)
+        if info.subresource == "scale":
+            return await self._scale(request, info, verb)
         if verb == "get":
             obj = await self.registry.get(info.resource, info.namespace, info.name)
             return self._render(request, info.resource, [obj], single=obj)
@@ -324,6 +327,50 @@ class ResourceHandlers:
             manager=self._manager(request),
         )
         return json_response(updated)
+
+    async def _scale(self, request: Request, info: RequestInfo, verb: str) -> Response:
+        """GET, PUT or PATCH the workload's Scale; writes go to ``spec.replicas``."""
+        if verb == "get":
+            obj = await self.registry.get(info.resource, info.namespace, info.name)
+            return json_response(scale_of(obj))
+        change: Callable[[dict[str, Any]], dict[str, Any]]
+        if verb == "update":
+            body = self._require_object(await self._body(request))
+
+            def replace(_: dict[str, Any]) -> dict[str, Any]:
+                return body
+
+            change = replace
+        elif verb == "patch":
+            content_type = codec.media_type(request.headers.get("content-type"))
+            patch = codec.decode_body(await request.body(), "application/json")
+
+            def patched(current: dict[str, Any]) -> dict[str, Any]:
+                try:
+                    if content_type == "application/json-patch+json":
+                        return apply_json_patch(current, patch)
+                    if content_type == "application/merge-patch+json":
+                        merged = apply_merge_patch(current, patch)
+                        assert isinstance(merged, dict)
+                        return merged
+                    return apply_strategic_merge_patch(current, patch)
+                except PatchError as error:
+                    raise APIError.bad_request(error.message) from error
+
+            change = patched
+        else:
+            raise APIError.method_not_allowed(
+                "the server does not allow this method on the requested resource"
+            )
+        updated = await self.registry.guaranteed_update(
+            info.resource,
+            info.namespace,
+            info.name,
+            apply_scale(info.name, change),
+            dry_run=self._dry_run(request),
+            manager=self._manager(request),
+        )
+        return json_response(scale_of(updated))
 
     async def _apply(
         self, request: Request, info: RequestInfo, patch: Any, dry_run: bool
