@@ -10,7 +10,8 @@ It knows nothing about HTTP: the handlers translate requests into these calls.
 from __future__ import annotations
 
 import base64
-import secrets
+import os
+import random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,10 @@ __all__ = ["Admit", "Apply", "ListPage", "Registry", "WatchItem", "WatchProgress
 _METADATA = b'"metadata":{'
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+#: Names and uids need to be unique, not secret: a generator seeded once from the OS, because
+#: reading the OS's randomness per object (uuid4, secrets) was 5 % of a create on this host.
+_UNIQUE = random.Random(os.urandom(32))
 
 #: An admission hook: (operation, resource, namespace, new object or None, old or None,
 #: subresource or "").
@@ -314,7 +319,7 @@ class Registry:
             metadata["namespace"] = namespace
         if not metadata.get("name") and metadata.get("generateName"):
             metadata["name"] = str(metadata["generateName"]) + "".join(
-                secrets.choice(_NAME_SUFFIX_ALPHABET) for _ in range(5)
+                _UNIQUE.choices(_NAME_SUFFIX_ALPHABET, k=5)
             )
         if metadata.get("resourceVersion"):
             raise APIError.bad_request("resourceVersion should not be set on objects to be created")
@@ -323,7 +328,7 @@ class Registry:
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             metadata.pop(field, None)
         metadata.pop("managedFields", None)  # the server records who set what
-        metadata["uid"] = str(uuid.uuid4())
+        metadata["uid"] = str(uuid.UUID(int=_UNIQUE.getrandbits(128), version=4))
         metadata["creationTimestamp"] = format_time(self.clock.now())
         obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
         self._run_strategy(resource, name, lambda: strategy.default(obj))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -135,6 +135,8 @@ class Scheduler:
         #: for them is kept from pods of no higher priority, as upstream's nominator does.
         self.nominated: dict[str, tuple[str, PodInfo]] = {}
         self._random = random.Random(seed)
+        # Event names only need to be unique (even across restarts with the same seed).
+        self._names = random.Random(os.urandom(16))
         self._bindings: set[asyncio.Task[None]] = set()
         # Bindings in flight at once (upstream binds in goroutines under client rate limits):
         # enough to keep the API busy, few enough that a burst does not pile up thousands of
@@ -635,7 +637,10 @@ class Scheduler:
         event = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{pod.name}.{secrets.token_hex(8)}", "namespace": pod.namespace},
+            "metadata": {
+                "name": f"{pod.name}.{self._names.getrandbits(64):016x}",
+                "namespace": pod.namespace,
+            },
             "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "reportingComponent": self.name,
             "reportingInstance": f"{self.name}-taintplane",
