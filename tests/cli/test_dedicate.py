@@ -32,7 +32,7 @@ def dedicate(cluster: Cluster, *args: str) -> tuple[int, str]:
     result = CliRunner().invoke(
         cli, ["dedicate", "nodes", *args, "--kubeconfig", str(cluster.kubeconfig_path)]
     )
-    return result.exit_code, result.output
+    return result.exit_code, result.stdout + (f"[stderr]{result.stderr}" if result.stderr else "")
 
 
 def test_dedicating_nodes_taints_labels_and_annotates(cluster: Cluster, tmp_path: Path) -> None:
@@ -46,6 +46,11 @@ def test_dedicating_nodes_taints_labels_and_annotates(cluster: Cluster, tmp_path
         "namespace/team-a created",
         "namespace/team-a annotated: default toleration dedicated=team-a:NoSchedule, "
         "tolerations whitelist, node selector dedicated=team-a",
+        # This cluster runs without PodTolerationRestriction: the taint alone is not enough.
+        "[stderr]warning: pods of default, kube-node-lease, kube-public, kube-system can still "
+        "land on node-1 (they may add the toleration, or set spec.nodeName past a NoSchedule "
+        "taint); enable PodTolerationRestriction with a cluster whitelist and use --evict — see "
+        "`taintplane policy who-can-land node-1`",
     ]
     kubectl = Kubectl(cluster.kubeconfig_path, tmp_path)
     taints = json.loads(kubectl("get", "node", "node-2", "-o", "jsonpath={.spec.taints}"))
@@ -78,4 +83,4 @@ def test_evict_uses_no_execute_and_replaces_the_old_dedication(cluster: Cluster)
     assert output.splitlines()[0] == "node/node-1 tainted dedicated=team-b:NoExecute"
     code, output = dedicate(cluster, "nope", "--to-namespace", "team-b")
     assert code == 1
-    assert output == 'Error: nodes "nope" not found (from ' + cluster.url + ")\n"
+    assert output == '[stderr]Error: nodes "nope" not found (from ' + cluster.url + ")\n"

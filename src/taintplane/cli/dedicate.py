@@ -23,7 +23,7 @@ import json
 
 import click
 
-from taintplane.cli.admin import kubeconfig_option
+from taintplane.cli.admin import admin_call, kubeconfig_option
 from taintplane.cli.kubeconfig import load_target
 from taintplane.client import ApiError, Client, HTTPTransport, resource
 
@@ -135,3 +135,26 @@ def dedicate_nodes_command(
         raise click.ClickException(f"{error} (from {target.server})") from error
     for line in lines:
         click.echo(line)
+    _warn_if_open(kubeconfig, names[0], namespace)
+
+
+def _warn_if_open(kubeconfig: str | None, node: str, namespace: str) -> None:
+    """The taint alone keeps nobody out who may add the toleration: say which namespaces still
+    can, as ``taintplane policy who-can-land`` sees it."""
+    try:
+        report = admin_call(kubeconfig, "GET", f"policy/who-can-land/{node}")
+    except click.ClickException:
+        return  # not a taintplane server with the policy endpoint: nothing to add
+    others = sorted(
+        row["namespace"]
+        for row in report.get("namespaces", [])
+        if row["namespace"] != namespace and (row["scheduled"] or row["direct"])
+    )
+    if others:
+        click.echo(
+            f"warning: pods of {', '.join(others)} can still land on {node} (they may add the "
+            "toleration, or set spec.nodeName past a NoSchedule taint); enable "
+            "PodTolerationRestriction with a cluster whitelist and use --evict — see "
+            f"`taintplane policy who-can-land {node}`",
+            err=True,
+        )
