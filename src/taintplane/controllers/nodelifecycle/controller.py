@@ -23,7 +23,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from taintplane.api.decoding import format_time
 from taintplane.api.wellknown import TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE
 from taintplane.client import ApiError, Client, resource
 from taintplane.client.events import EventRecorder
@@ -35,6 +34,7 @@ from taintplane.controllers.nodelifecycle.conditions import (
     schedule_taints_wanted,
 )
 from taintplane.controllers.nodelifecycle.health import NodeHealthTracker
+from taintplane.controllers.nodelifecycle.pods import mark_pods_not_ready
 from taintplane.controllers.nodelifecycle.queue import RateLimitedTimedQueue, TimedValue
 from taintplane.controllers.nodelifecycle.taints import has_taint, swap_taints
 from taintplane.controllers.nodelifecycle.zones import (
@@ -142,41 +142,7 @@ class NodeLifecycleController:
             self._pod_changed(new)
 
     async def mark_pods_not_ready(self, pods: list[dict[str, Any]], node_name: str) -> None:
-        """``MarkPodsNotReady``: Ready=False on each pod of the node (reason kept), with a
-        ``NodeNotReady`` event."""
-        for pod in pods:
-            if (pod.get("spec") or {}).get("nodeName") != node_name:
-                continue
-            conditions = (pod.get("status") or {}).get("conditions") or []
-            ready = next((c for c in conditions if c.get("type") == "Ready"), None)
-            if ready is None or ready.get("status") == "False":
-                continue
-            meta = pod["metadata"]
-            patch = {
-                "status": {
-                    "conditions": [
-                        {
-                            "type": "Ready",
-                            "status": "False",
-                            "lastTransitionTime": format_time(self.clock.now()),
-                        }
-                    ]
-                }
-            }
-            try:
-                await self.client.patch(
-                    PODS,
-                    meta["name"],
-                    patch,
-                    namespace=meta["namespace"],
-                    patch_type="strategic",
-                    subresource="status",
-                )
-            except ApiError as error:
-                if error.code == 404:
-                    continue
-                raise
-            await self.recorder.event(pod, "Warning", "NodeNotReady", "Node is not ready")
+        await mark_pods_not_ready(self.client, self.recorder, self.clock, pods, node_name)
 
     # ---- health ------------------------------------------------------------------------------
 
