@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-__all__ = ["Clock", "RealClock", "VirtualClock"]
+__all__ = ["Clock", "RealClock", "VirtualClock", "sleep_or_wake"]
 
 
 class Clock(Protocol):
@@ -127,3 +127,16 @@ async def settle(rounds: int = 64, is_quiet: Callable[[], bool] | None = None) -
         if quiet_turns >= 2:
             return True
     return False
+
+
+async def sleep_or_wake(clock: Clock, seconds: float | None, wake: asyncio.Event) -> None:
+    """Return once ``seconds`` have passed on ``clock`` (never, for None) or ``wake`` is set,
+    whichever comes first: the wait of a loop whose next deadline new work can move earlier."""
+    waiters: list[asyncio.Future[object]] = [asyncio.ensure_future(wake.wait())]
+    if seconds is not None:
+        waiters.append(asyncio.ensure_future(clock.sleep(max(seconds, 0.0))))
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()

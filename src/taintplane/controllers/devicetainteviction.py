@@ -28,7 +28,7 @@ from taintplane.api.decoding import format_time
 from taintplane.client import ApiError, Client, resource
 from taintplane.client.events import EventRecorder
 from taintplane.client.shared import SharedInformers
-from taintplane.clock import Clock
+from taintplane.clock import Clock, sleep_or_wake
 from taintplane.controllers.device_evictions import (
     ClaimState,
     Eviction,
@@ -266,15 +266,8 @@ class DeviceTaintEvictionController:
                         continue  # superseded by an earlier entry
                     del self._due[item]
                     self._process(item, now)
-                if not self._heap:
-                    await self._wake.wait()
-                    continue
-                delay = (self._heap[0][0] - now).total_seconds()
-                sleeper = asyncio.ensure_future(self.clock.sleep(delay))
-                woken = asyncio.ensure_future(self._wake.wait())
-                await asyncio.wait({sleeper, woken}, return_when=asyncio.FIRST_COMPLETED)
-                for task in (sleeper, woken):
-                    task.cancel()
+                delay = (self._heap[0][0] - now).total_seconds() if self._heap else None
+                await sleep_or_wake(self.clock, delay, self._wake)
         finally:
             for task in list(self._background):
                 task.cancel()

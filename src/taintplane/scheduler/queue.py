@@ -20,7 +20,7 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from taintplane.clock import Clock
+from taintplane.clock import Clock, sleep_or_wake
 from taintplane.scheduler.nodeinfo import PodInfo
 from taintplane.scheduler.plugins import names
 
@@ -179,15 +179,9 @@ class SchedulingQueue:
                 queued.cycle = self.scheduling_cycle
                 return queued.info
             self._wakeup.clear()
-            waiters: list[asyncio.Future[object]] = [asyncio.ensure_future(self._wakeup.wait())]
             due = self._next_due()
-            if due is not None:
-                waiters.append(
-                    asyncio.ensure_future(self.clock.sleep(due - self.clock.monotonic()))
-                )
-            _, pending = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-            for waiter in pending:
-                waiter.cancel()
+            delay = None if due is None else due - self.clock.monotonic()
+            await sleep_or_wake(self.clock, delay, self._wakeup)
 
     def _next_due(self) -> float | None:
         self._drop_stale_parked()

@@ -28,7 +28,7 @@ from taintplane.client import ApiError, Client, resource
 from taintplane.client.events import EventRecorder
 from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
-from taintplane.clock import Clock
+from taintplane.clock import Clock, sleep_or_wake
 from taintplane.controllers.nodelifecycle.conditions import (
     ready_condition,
     schedule_taints_wanted,
@@ -309,11 +309,4 @@ class NodeLifecycleController:
             for tainter in list(self.zones.tainters.values()):
                 await tainter.try_each(self._taint_one)
             waits = [w for t in self.zones.tainters.values() if (w := t.next_due()) is not None]
-            if not waits:
-                await self._wake.wait()
-                continue
-            sleeper = asyncio.ensure_future(self.clock.sleep(max(min(waits), 0.0)))
-            woken = asyncio.ensure_future(self._wake.wait())
-            await asyncio.wait({sleeper, woken}, return_when=asyncio.FIRST_COMPLETED)
-            for task in (sleeper, woken):
-                task.cancel()
+            await sleep_or_wake(self.clock, min(waits) if waits else None, self._wake)
