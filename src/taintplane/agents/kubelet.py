@@ -23,11 +23,11 @@ from taintplane.agents.nodes import (
     HEALTHY,
     NodeShape,
     condition,
-    format_micro_time,
     node_object,
     node_status,
 )
 from taintplane.agents.pods import PodRuntime
+from taintplane.api.decoding import format_micro_time
 from taintplane.client import ApiError, Client, resource
 from taintplane.client.events import EventRecorder
 from taintplane.client.shared import SharedInformers

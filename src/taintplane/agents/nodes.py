@@ -17,7 +17,6 @@ __all__ = [
     "DeviceSet",
     "NodeShape",
     "condition",
-    "format_micro_time",
     "node_object",
     "node_status",
 ]
@@ -59,11 +58,6 @@ HEALTHY = {
     "PIDPressure": "False",
     "Ready": "True",
 }
-
-
-def format_micro_time(moment: datetime) -> str:
-    """``metav1.MicroTime`` on the wire (Lease renewTime): microseconds and ``Z``."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def condition(

@@ -118,3 +118,15 @@ def optional_time(data: Mapping[str, Any], name: str, struct: str, path: Path) -
 def format_time(moment: datetime) -> str:
     """``metav1.Time`` on the wire: UTC, whole seconds, ``Z``."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(moment: datetime) -> str:
+    """``metav1.MicroTime`` on the wire (Lease renewTime, eventTime): microseconds, ``Z``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_timestamp(value: object) -> datetime | None:
+    """A Time or MicroTime the server already stored (so well formed); None when absent."""
+    if not isinstance(value, str) or not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))

@@ -14,9 +14,9 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Coroutine
-from datetime import datetime
 from typing import Any
 
+from taintplane.api.decoding import format_micro_time
 from taintplane.client.client import ApiError, Client, resource
 from taintplane.clock import Clock
 
@@ -25,10 +25,6 @@ __all__ = ["LeaderElector"]
 log = logging.getLogger(__name__)
 
 LEASES = resource("coordination.k8s.io", "v1", "leases")
-
-
-def _micro(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:
@@ -62,7 +58,7 @@ class LeaderElector:
         spec = {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": int(self.lease_duration),
-            "renewTime": _micro(now),
+            "renewTime": format_micro_time(now),
         }
         try:
             lease = await self.client.get(LEASES, self.name, self.namespace)
@@ -73,7 +69,7 @@ class LeaderElector:
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
                 "metadata": {"name": self.name, "namespace": self.namespace},
-                "spec": {**spec, "acquireTime": _micro(now), "leaseTransitions": 0},
+                "spec": {**spec, "acquireTime": format_micro_time(now), "leaseTransitions": 0},
             }
             try:
                 await self.client.create(LEASES, body, namespace=self.namespace)
@@ -93,7 +89,7 @@ class LeaderElector:
             return False
         transitions = int(current.get("leaseTransitions") or 0)
         if holder != self.identity:
-            spec["acquireTime"] = _micro(now)
+            spec["acquireTime"] = format_micro_time(now)
             transitions += 1
         body = {
             **lease,

@@ -10,8 +10,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from taintplane.api.decoding import format_time
-from taintplane.controllers.workloads import parse_time
+from taintplane.api.decoding import format_time, parse_timestamp
 
 __all__ = ["HASH_LABEL", "compute_hash", "safe_encode"]
 
@@ -193,7 +192,7 @@ def _round_half_away(value: float) -> int:
 
 
 def _created(rs: dict[str, Any]) -> tuple[datetime, str]:
-    stamp = parse_time(rs["metadata"].get("creationTimestamp")) or _NEVER
+    stamp = parse_timestamp(rs["metadata"].get("creationTimestamp")) or _NEVER
     return stamp, str(rs["metadata"]["name"])
 
 
@@ -342,7 +341,7 @@ def deployment_progressing(d: dict[str, Any], status: dict[str, Any]) -> bool:
 
 
 def progress_deadline(d: dict[str, Any], condition: dict[str, Any]) -> datetime | None:
-    since = parse_time(condition.get("lastUpdateTime"))
+    since = parse_timestamp(condition.get("lastUpdateTime"))
     if since is None:
         return None
     return since + timedelta(seconds=int((d.get("spec") or {}).get("progressDeadlineSeconds") or 0))

@@ -16,7 +16,8 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from taintplane.controllers.workloads import is_pod_active, is_pod_ready, parse_time
+from taintplane.api.decoding import parse_timestamp
+from taintplane.controllers.workloads import is_pod_active, is_pod_ready
 
 __all__ = ["DELETION_COST", "pods_to_delete"]
 
@@ -40,7 +41,7 @@ def _restarts(pod: dict[str, Any]) -> int:
 def _ready_time(pod: dict[str, Any]) -> datetime | None:
     for condition in (pod.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Ready" and condition.get("status") == "True":
-            return parse_time(condition.get("lastTransitionTime"))
+            return parse_timestamp(condition.get("lastTransitionTime"))
     return None
 
 
@@ -105,8 +106,8 @@ def pods_to_delete(
         restarts_a, restarts_b = _restarts(a), _restarts(b)
         if restarts_a != restarts_b:
             return -1 if restarts_a > restarts_b else 1
-        created_a = parse_time(a["metadata"].get("creationTimestamp"))
-        created_b = parse_time(b["metadata"].get("creationTimestamp"))
+        created_a = parse_timestamp(a["metadata"].get("creationTimestamp"))
+        created_b = parse_timestamp(b["metadata"].get("creationTimestamp"))
         if created_a != created_b:
             return _compare_times(created_a, created_b, uid_a, uid_b, now)
         return 0

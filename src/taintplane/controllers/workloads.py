@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from taintplane.api.decoding import parse_timestamp
 from taintplane.api.scheme import ResourceType
 from taintplane.api.selectors import LabelSelector
 from taintplane.client import ApiError, Client
@@ -27,7 +28,6 @@ __all__ = [
     "is_pod_terminating",
     "new_controller_ref",
     "owner_index",
-    "parse_time",
     "pod_ready_since",
 ]
 
@@ -35,12 +35,6 @@ __all__ = [
 OWNER_INDEX = "controller"
 #: How long unmet expectations hold a controller back (upstream's ``ExpectationsTimeout``).
 EXPECTATIONS_TIMEOUT = 5 * 60.0
-
-
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 def controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
@@ -107,7 +101,7 @@ def pod_ready_since(pod: dict[str, Any]) -> datetime | None:
     condition = _ready_condition(pod)
     if condition is None or condition.get("status") != "True":
         return None
-    return parse_time(condition.get("lastTransitionTime"))
+    return parse_timestamp(condition.get("lastTransitionTime"))
 
 
 def is_pod_available(pod: dict[str, Any], min_ready_seconds: int, now: datetime) -> bool:

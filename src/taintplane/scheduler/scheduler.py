@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from taintplane.api.decoding import format_time
+from taintplane.api.decoding import format_micro_time, format_time
 from taintplane.api.features import FeatureGates
 from taintplane.client import ApiError, Client, Informer, resource
 from taintplane.clock import Clock
@@ -641,7 +641,7 @@ class Scheduler:
                 "name": f"{pod.name}.{self._names.getrandbits(64):016x}",
                 "namespace": pod.namespace,
             },
-            "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "eventTime": format_micro_time(now),
             "reportingComponent": self.name,
             "reportingInstance": f"{self.name}-taintplane",
             "action": action,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from taintplane.api.decoding import format_time
+from taintplane.api.decoding import format_time, parse_timestamp
 from taintplane.controllers.nodelifecycle.conditions import condition_of, ready_condition
 
 if TYPE_CHECKING:
@@ -20,12 +20,6 @@ __all__ = ["NodeHealth", "NodeHealthTracker"]
 #: The conditions marked Unknown when a node goes silent (NetworkUnavailable is left alone:
 #: the control plane, not the kubelet, owns it).
 SILENT_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
-
-
-def _parse(stamp: object) -> datetime | None:
-    if not isinstance(stamp, str) or not stamp:
-        return None
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
 @dataclass
@@ -58,7 +52,7 @@ class NodeHealthTracker:
         name = node["metadata"]["name"]
         health = self.records.get(name)
         current = ready_condition(node)
-        created = _parse(node["metadata"].get("creationTimestamp")) or now
+        created = parse_timestamp(node["metadata"].get("creationTimestamp")) or now
         if current is None:
             stamp = node["metadata"].get("creationTimestamp")
             observed: dict[str, Any] = {
@@ -90,7 +84,7 @@ class NodeHealthTracker:
                 else health.ready_transition
             )
             health = NodeHealth(copy.deepcopy(current), now, transition)
-        renew = _parse(((lease or {}).get("spec") or {}).get("renewTime"))
+        renew = parse_timestamp(((lease or {}).get("spec") or {}).get("renewTime"))
         if renew is not None and (saved_lease is None or saved_lease < renew):
             health.lease_renew = renew
             health.probe = now
