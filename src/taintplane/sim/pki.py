@@ -14,6 +14,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from taintplane.clock import RealClock
+
 __all__ = ["ServingTLS", "ensure_tls"]
 
 
@@ -42,7 +44,9 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
+    # Certificates are checked by clients against the wall clock, never the cluster's (possibly
+    # virtual) one: the real clock, read through the one module that reads time.
+    return RealClock().now()
 
 
 def _ca(directory: Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
