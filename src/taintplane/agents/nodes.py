@@ -17,6 +17,7 @@ __all__ = [
     "DeviceSet",
     "NodeShape",
     "condition",
+    "node_address",
     "node_object",
     "node_status",
 ]
@@ -146,6 +147,11 @@ def node_object(shape: NodeShape) -> dict[str, Any]:
     }
 
 
+def node_address(shape: NodeShape, index: int) -> str:
+    """The node's InternalIP (and its pods' hostIP): the pool's, or one derived from its index."""
+    return shape.address or f"10.{(index >> 16) & 255}.{(index >> 8) & 255}.{index & 255}"
+
+
 def node_status(shape: NodeShape, index: int, conditions: list[dict[str, Any]]) -> dict[str, Any]:
     capacity = {
         "cpu": "4",
@@ -157,7 +163,7 @@ def node_status(shape: NodeShape, index: int, conditions: list[dict[str, Any]]) 
         **shape.capacity,
     }
     digest = _digest(shape.name)
-    address = shape.address or f"10.{(index >> 16) & 255}.{(index >> 8) & 255}.{index & 255}"
+    address = node_address(shape, index)
     return {
         "capacity": capacity,
         "allocatable": dict(capacity),

@@ -17,6 +17,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from taintplane.agents.nodes import node_address
 from taintplane.api.decoding import format_time
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.tolerations import Toleration, find_untolerated_taint
@@ -170,10 +171,7 @@ class PodRuntime:
             }
         else:
             simulated = kubelets.nodes[node_name]
-            host_ip = f"10.{(simulated.index >> 16) & 255}.{(simulated.index >> 8) & 255}." + str(
-                simulated.index & 255
-            )
-            status = running_status(pod, simulated.shape.address or host_ip, now)
+            status = running_status(pod, node_address(simulated.shape, simulated.index), now)
         try:
             await kubelets.client.patch(
                 PODS,
