@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from taintplane.admission import pod_node_selector, pod_toleration_restriction
+from taintplane.admission.label_sets import LabelMapError, parse_labels_map
 from taintplane.admission.plugins import AdmissionSetup
 from taintplane.api.field import Path
 from taintplane.api.taints import Taint, TaintEffect
@@ -72,8 +73,7 @@ def _selector(namespace: Mapping[str, Any], setup: AdmissionSetup) -> dict[str, 
     text = annotations.get(pod_node_selector.NAMESPACE_NODE_SELECTOR)
     if text is None:
         text = setup.node_selectors.get(pod_node_selector.CLUSTER_DEFAULT_NODE_SELECTOR, "")
-    pairs = [part.split("=", 1) for part in str(text).split(",") if "=" in part]
-    return {key.strip(): value.strip() for key, value in pairs}
+    return parse_labels_map(str(text))  # LabelMapError: PodNodeSelector refuses every pod
 
 
 def _untolerable(
@@ -100,7 +100,11 @@ def who_can_land(
         name = str(namespace["metadata"]["name"])
         if (namespace["metadata"]).get("deletionTimestamp"):
             continue
-        selector = _selector(namespace, setup)
+        try:
+            selector = _selector(namespace, setup)
+        except LabelMapError as error:
+            rows.append(Landing(name, False, False, f"namespace node selector: {error}"))
+            continue
         mismatch = [f"{k}={v}" for k, v in selector.items() if labels.get(k) != v]
         allowed = _whitelist(namespace, setup)
         blocked, scope = _untolerable(blocking, allowed)
