@@ -298,29 +298,11 @@ class ResourceHandlers:
         if content_type == "application/apply-patch+yaml":
             return await self._apply(request, info, patch, dry_run)
 
-        def mutate(current: dict[str, Any]) -> dict[str, Any]:
-            try:
-                if content_type == "application/json-patch+json":
-                    return apply_json_patch(current, patch)
-                if content_type == "application/merge-patch+json":
-                    if not isinstance(patch, dict):
-                        raise PatchError("merge patch must be a JSON object")
-                    merged = apply_merge_patch(current, patch)
-                    assert isinstance(merged, dict)
-                    return merged
-                return apply_strategic_merge_patch(current, patch)
-            except PatchError as error:
-                raise APIError.make(
-                    422 if content_type == "application/json-patch+json" else 400,
-                    "Invalid" if content_type == "application/json-patch+json" else "BadRequest",
-                    error.message,
-                ) from error
-
         updated = await self.registry.guaranteed_update(
             info.resource,
             info.namespace,
             info.name,
-            mutate,
+            lambda current: apply_patch(content_type, current, patch),
             subresource=info.subresource,
             dry_run=dry_run,
             field_validation=self._field_validation(request),
@@ -346,16 +328,7 @@ class ResourceHandlers:
             patch = codec.decode_body(await request.body(), "application/json")
 
             def patched(current: dict[str, Any]) -> dict[str, Any]:
-                try:
-                    if content_type == "application/json-patch+json":
-                        return apply_json_patch(current, patch)
-                    if content_type == "application/merge-patch+json":
-                        merged = apply_merge_patch(current, patch)
-                        assert isinstance(merged, dict)
-                        return merged
-                    return apply_strategic_merge_patch(current, patch)
-                except PatchError as error:
-                    raise APIError.bad_request(error.message) from error
+                return apply_patch(content_type, current, patch)
 
             change = patched
         else:
@@ -662,3 +635,23 @@ def propagation_policy(options: dict[str, Any]) -> str | None:
             FieldError.not_supported(path, policy, [*PROPAGATION_POLICIES, "nil"])
         )
     return str(policy)
+
+
+def apply_patch(content_type: str, current: dict[str, Any], patch: Any) -> dict[str, Any]:
+    """A JSON, merge or strategic merge patch applied to ``current``; a patch that cannot
+    apply is a 422 (JSON patch) or a 400, as kube-apiserver answers."""
+    try:
+        if content_type == "application/json-patch+json":
+            return apply_json_patch(current, patch)
+        if content_type == "application/merge-patch+json":
+            if not isinstance(patch, dict):
+                raise PatchError("merge patch must be a JSON object")
+            merged = apply_merge_patch(current, patch)
+            assert isinstance(merged, dict)
+            return merged
+        return apply_strategic_merge_patch(current, patch)
+    except PatchError as error:
+        json_patch = content_type == "application/json-patch+json"
+        raise APIError.make(
+            422 if json_patch else 400, "Invalid" if json_patch else "BadRequest", error.message
+        ) from error
