@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from taintplane.api.decoding import format_time
+from taintplane.api.intstr import scaled_value
 from taintplane.api.selectors import SelectorError, label_selector_from_dict
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.requestinfo import RequestInfo
@@ -67,13 +67,6 @@ def _healthy(pod: dict[str, Any]) -> bool:
     return False
 
 
-def _resolve(value: Any, total: int, *, round_up: bool) -> int:
-    if isinstance(value, str) and value.endswith("%"):
-        fraction = int(value[:-1]) * total / 100
-        return math.ceil(fraction) if round_up else math.floor(fraction)
-    return int(value)
-
-
 async def evict(registry: Registry, info: RequestInfo, body: Any) -> dict[str, Any]:
     pod = await registry.get(info.resource, info.namespace, info.name)
     options = (body or {}).get("deleteOptions") if isinstance(body, dict) else None
@@ -126,9 +119,9 @@ async def _check_budget(registry: Registry, info: RequestInfo, pod: dict[str, An
     expected = len(pods)
     healthy = sum(1 for p in pods if _healthy(p))
     if "minAvailable" in spec:
-        desired = _resolve(spec["minAvailable"], expected, round_up=True)
+        desired = scaled_value(spec["minAvailable"], expected, round_up=True)
     elif "maxUnavailable" in spec:
-        desired = expected - _resolve(spec["maxUnavailable"], expected, round_up=True)
+        desired = expected - scaled_value(spec["maxUnavailable"], expected, round_up=True)
     else:
         desired = expected
     if healthy - desired <= 0:

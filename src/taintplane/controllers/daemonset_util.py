@@ -8,7 +8,6 @@ Everything works on plain JSON dicts; nothing here talks to the API.
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,6 +16,7 @@ import orjson
 
 from taintplane.api.decoding import DecodeError, optional_time
 from taintplane.api.field import Path
+from taintplane.api.intstr import scaled_value
 from taintplane.api.nodeaffinity import pod_matches_node_selector_and_affinity
 from taintplane.api.taints import Taint
 from taintplane.api.tolerations import TaintFilter, Toleration, find_untolerated_taint
@@ -189,18 +189,6 @@ def is_pod_available(pod: dict[str, Any], min_ready_seconds: int, now: datetime)
     except DecodeError:
         return False
     return since is not None and since + timedelta(seconds=min_ready_seconds) < now
-
-
-def scaled_value(value: int | str | None, total: int, *, round_up: bool) -> int:
-    """``GetScaledValueFromIntOrPercent``."""
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value
-    if value.endswith("%") and value[:-1].isdigit():
-        scaled = int(value[:-1]) * total / 100
-        return math.ceil(scaled) if round_up else math.floor(scaled)
-    raise ValueError(f"invalid value for IntOrString: invalid value {value!r}")
 
 
 @dataclass

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from taintplane.api.decoding import format_time, parse_timestamp
+from taintplane.api.intstr import scaled_value
 
 __all__ = ["HASH_LABEL", "compute_hash", "safe_encode"]
 
@@ -106,17 +107,6 @@ def active(rss: Iterable[dict[str, Any] | None]) -> list[dict[str, Any]]:
     return [rs for rs in rss if rs is not None and replicas(rs) > 0]
 
 
-def scaled_value(value: Any, total_: int, round_up: bool) -> int:
-    """``intstr.GetScaledValueFromIntOrPercent``."""
-    if isinstance(value, int):
-        return value
-    text = str(value)
-    if not text.endswith("%"):
-        raise ValueError("invalid value for IntOrString: invalid type: string is not a percentage")
-    scaled = int(text[:-1]) * total_ / 100
-    return math.ceil(scaled) if round_up else math.floor(scaled)
-
-
 def is_rolling(d: dict[str, Any]) -> bool:
     return ((d.get("spec") or {}).get("strategy") or {}).get("type") == "RollingUpdate"
 
@@ -126,8 +116,8 @@ def fenceposts(d: dict[str, Any]) -> tuple[int, int]:
     unavailability down, and both zero means one may be unavailable."""
     rolling = ((d.get("spec") or {}).get("strategy") or {}).get("rollingUpdate") or {}
     desired = replicas(d)
-    surge = scaled_value(rolling.get("maxSurge", "25%"), desired, True)
-    unavailable = scaled_value(rolling.get("maxUnavailable", "25%"), desired, False)
+    surge = scaled_value(rolling.get("maxSurge", "25%"), desired, round_up=True)
+    unavailable = scaled_value(rolling.get("maxUnavailable", "25%"), desired, round_up=False)
     if surge == 0 and unavailable == 0:
         unavailable = 1
     return surge, unavailable

@@ -11,10 +11,10 @@ is what ``kubectl get pdb`` shows; the eviction subresource checks budgets itsel
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from taintplane.api.decoding import format_time
+from taintplane.api.intstr import scaled_value
 from taintplane.api.selectors import SelectorError, label_selector_from_dict
 from taintplane.client import ApiError, Client, object_key, resource
 from taintplane.client.shared import SharedInformers
@@ -34,13 +34,6 @@ def _ready(pod: dict[str, Any]) -> bool:
         c.get("type") == "Ready" and c.get("status") == "True"
         for c in (pod.get("status") or {}).get("conditions") or []
     )
-
-
-def _scaled(value: Any, total: int, *, round_up: bool) -> int:
-    if isinstance(value, str) and value.endswith("%"):
-        fraction = int(value[:-1]) * total / 100
-        return math.ceil(fraction) if round_up else math.floor(fraction)
-    return int(value)
 
 
 class DisruptionController:
@@ -118,12 +111,16 @@ class DisruptionController:
             desired = (
                 None
                 if expected is None
-                else max(0, expected - _scaled(spec["maxUnavailable"], expected, round_up=True))
+                else max(
+                    0, expected - scaled_value(spec["maxUnavailable"], expected, round_up=True)
+                )
             )
         elif isinstance(spec.get("minAvailable"), str):
             expected = self._expected_from_controllers(pods)
             desired = (
-                None if expected is None else _scaled(spec["minAvailable"], expected, round_up=True)
+                None
+                if expected is None
+                else scaled_value(spec["minAvailable"], expected, round_up=True)
             )
         else:
             desired = int(spec.get("minAvailable", 0) or 0) if "minAvailable" in spec else len(pods)
