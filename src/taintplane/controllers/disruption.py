@@ -20,6 +20,7 @@ from taintplane.client import ApiError, Client, object_key, resource
 from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
 from taintplane.clock import Clock
+from taintplane.controllers.workloads import is_pod_ready
 
 __all__ = ["DisruptionController"]
 
@@ -27,13 +28,9 @@ PDBS = resource("policy", "v1", "poddisruptionbudgets")
 REPLICASETS = resource("apps", "v1", "replicasets")
 
 
-def _ready(pod: dict[str, Any]) -> bool:
-    if pod["metadata"].get("deletionTimestamp"):
-        return False
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (pod.get("status") or {}).get("conditions") or []
-    )
+def _healthy(pod: dict[str, Any]) -> bool:
+    """Counted by a budget: Ready and not being deleted."""
+    return not pod["metadata"].get("deletionTimestamp") and is_pod_ready(pod)
 
 
 class DisruptionController:
@@ -104,7 +101,7 @@ class DisruptionController:
             and spec.get("selector") is not None
             and selector.matches(p["metadata"].get("labels") or {})
         ]
-        healthy = sum(1 for p in pods if _ready(p))
+        healthy = sum(1 for p in pods if _healthy(p))
         expected: int | None = len(pods)
         if "maxUnavailable" in spec:
             expected = self._expected_from_controllers(pods)
