@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import orjson
 
-from taintplane.api.decoding import DecodeError, optional_time
-from taintplane.api.field import Path
 from taintplane.api.intstr import scaled_value
 from taintplane.api.nodeaffinity import pod_matches_node_selector_and_affinity
 from taintplane.api.taints import Taint
 from taintplane.api.tolerations import TaintFilter, Toleration, find_untolerated_taint
 from taintplane.api.wellknown import daemon_pod_tolerations
+from taintplane.controllers.workloads import is_pod_available, is_pod_ready
 
 __all__ = [
     "REVISION_HASH_LABEL",
@@ -163,32 +162,6 @@ def is_pod_updated(pod: dict[str, Any], hash_: str, ds: dict[str, Any]) -> bool:
         generation
     )
     return by_generation or (bool(hash_) and labels.get(REVISION_HASH_LABEL) == hash_)
-
-
-def _ready_condition(pod: dict[str, Any]) -> dict[str, Any] | None:
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return dict(condition)
-    return None
-
-
-def is_pod_ready(pod: dict[str, Any]) -> bool:
-    condition = _ready_condition(pod)
-    return condition is not None and condition.get("status") == "True"
-
-
-def is_pod_available(pod: dict[str, Any], min_ready_seconds: int, now: datetime) -> bool:
-    """``IsPodAvailable``: ready for more than ``minReadySeconds``."""
-    condition = _ready_condition(pod)
-    if condition is None or condition.get("status") != "True":
-        return False
-    if min_ready_seconds == 0:
-        return True
-    try:
-        since = optional_time(condition, "lastTransitionTime", "PodCondition", Path.root("c"))
-    except DecodeError:
-        return False
-    return since is not None and since + timedelta(seconds=min_ready_seconds) < now
 
 
 @dataclass
