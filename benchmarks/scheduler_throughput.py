@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from taintplane import runtime
 from taintplane.apiserver.app import APIServer
 from taintplane.client import Client, HTTPTransport, InProcessTransport, resource
 from taintplane.clock import RealClock
@@ -90,6 +91,7 @@ async def run(
             await asyncio.gather(
                 *(add_node(server, i, taints) for i in range(first, min(first + 500, nodes)))
             )
+        runtime.settle_heap()  # as `taintplane up` does once started
         client = Client(InProcessTransport(server.app))
         scheduler = Scheduler(client, RealClock(), seed=1)
         task = asyncio.create_task(scheduler.run())
@@ -202,6 +204,7 @@ async def run_remote(nodes: int, pods: int, taints: bool, port: int) -> dict[str
         )
         assert process.stdout is not None
         process.stdout.readline()
+        runtime.settle_heap()
         transport = HTTPTransport(f"http://127.0.0.1:{port}")
         try:
             scheduler = Scheduler(Client(transport), RealClock(), seed=1)
@@ -249,14 +252,14 @@ def main() -> int:
     args = parser.parse_args()
     variant = "taint-heavy" if args.taints else "basic"
     if args.remote:
-        remote = asyncio.run(run_remote(args.nodes, args.pods, args.taints, args.port))
+        remote = runtime.run(run_remote(args.nodes, args.pods, args.taints, args.port))
         print(
             f"{variant}, separate API server process: {args.pods} pods on {args.nodes} nodes "
             f"scheduled in {remote['remote_seconds']:.2f} s = "
             f"{remote['remote_pods_per_s']:.0f} pods/s"
         )
         return 0
-    result = asyncio.run(run(args.nodes, args.placed, args.pods, args.taints, args.profile))
+    result = runtime.run(run(args.nodes, args.placed, args.pods, args.taints, args.profile))
     print(
         f"{variant}: {args.nodes} nodes: {args.pods} pods created and scheduled in "
         f"{result['seconds']:.2f} s = {result['pods_per_s']:.0f} pods/s; a backlog of "

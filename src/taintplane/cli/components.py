@@ -6,7 +6,6 @@ upstream's (``--leader-elect``, on by default), they elect a leader on a Lease i
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import signal
@@ -18,6 +17,7 @@ from typing import Any
 
 import click
 
+from taintplane import runtime
 from taintplane.cli.admin import kubeconfig_option
 from taintplane.cli.kubeconfig import load_target
 from taintplane.client import Client, HTTPTransport
@@ -42,6 +42,7 @@ def _run(kubeconfig: str | None, what: str, build: Callable[[Client], Awaitable[
                 "start it with `taintplane serve` (or `taintplane up`) first"
             ) from error
         click.echo(f"taintplane {what} running against {target.server}")
+        runtime.settle_heap()
         try:
             await build(client)
         finally:
@@ -50,7 +51,7 @@ def _run(kubeconfig: str | None, what: str, build: Callable[[Client], Awaitable[
     # SIGTERM stops it as Ctrl-C does (the component's tasks are cancelled and cleaned up).
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+        runtime.run(main())
     click.echo(f"taintplane {what} stopped")
 
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
-import gc
 import signal
 import time
 from pathlib import Path
 
 import click
-import uvloop
 
+from taintplane import runtime
 from taintplane.agents.nodes import NodeShape
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
 from taintplane.apiserver.auth.tokens import TokenFileError
@@ -84,11 +82,7 @@ def _run(
             raise click.UsageError(f"--store: {error}") from error
         except TokenFileError as error:
             raise click.UsageError(f"--auth: {error}") from error
-        # Start-up objects live for the whole run: keep them out of every collection, and
-        # collect the young generation less often (request handling allocates many short-
-        # lived dicts; the default threshold makes collections a visible latency tail).
-        gc.freeze()
-        gc.set_threshold(50_000, 20, 20)
+        runtime.settle_heap()
         elapsed = time.perf_counter() - started
         click.echo(f"taintplane {what} is up in {elapsed:.2f} s, serving {cluster.url}")
         click.echo(f"export KUBECONFIG={cluster.kubeconfig_path.resolve()}")
@@ -97,15 +91,11 @@ def _run(
         finally:
             await cluster.close()
 
-    # uvloop and httptools (picked by uvicorn when installed) make each request cheaper; virtual
-    # time needs asyncio's own loop (it watches the loop's ready queue to know it is quiet).
-    if not isinstance(cluster.clock, VirtualClock):
-        uvloop.install()
     # SIGTERM (kill, systemd, docker stop) stops it as Ctrl-C does: uvicorn shuts down, then
     # re-raises the signal, which must reach cluster.close() rather than end the process.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a user stops it
-        asyncio.run(main())
+        runtime.run(main(), virtual_time=isinstance(cluster.clock, VirtualClock))
     click.echo("taintplane stopped")
 
 
