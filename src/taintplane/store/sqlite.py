@@ -354,12 +354,18 @@ class SqliteStore:
     async def get(self, key: str, revision: int = 0) -> KV | None:
         conn = self._reader
         assert conn is not None
-        conn.execute("BEGIN")
-        try:
-            at = self._check_revision(conn, revision)
-            row = conn.execute(_AT, (key, at)).fetchone()
-        finally:
-            conn.execute("COMMIT")
+        if revision == 0:
+            # The latest row: one statement is one snapshot, no transaction or revision check
+            # needed (the row carries its own revision). The hottest read: every update and
+            # delete starts with it.
+            row = conn.execute(_LATEST, (key,)).fetchone()
+        else:
+            conn.execute("BEGIN")
+            try:
+                at = self._check_revision(conn, revision)
+                row = conn.execute(_AT, (key, at)).fetchone()
+            finally:
+                conn.execute("COMMIT")
         if row is None or row[1]:
             return None
         return KV(key, bytes(row[3]), int(row[0]), int(row[2]))
