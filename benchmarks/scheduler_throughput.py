@@ -118,6 +118,8 @@ async def run(
                     )
                 )
             await bound.wait()
+            # Events are written in the background: count the time to write them too.
+            await scheduler.recorder.flush()
             return time.perf_counter() - started
 
         await create_and_wait("placed", placed)
@@ -154,6 +156,7 @@ async def run(
         if profiler:
             profiler.enable()
         await bound.wait()
+        await fresh.recorder.flush()
         backlog = time.perf_counter() - started
         if profiler:
             profiler.disable()
@@ -171,6 +174,8 @@ async def run(
             "backlog_seconds": backlog,
             "backlog_pods_per_s": pods / backlog,
             "informer_sync_seconds": sync,
+            # Events are best effort, as in client-go: a full queue (1000) drops them.
+            "events_dropped": scheduler.recorder.dropped + fresh.recorder.dropped,
         }
 
 
@@ -265,7 +270,7 @@ def main() -> int:
         f"{result['seconds']:.2f} s = {result['pods_per_s']:.0f} pods/s; a backlog of "
         f"{args.pods} pods scheduled in {result['backlog_seconds']:.2f} s = "
         f"{result['backlog_pods_per_s']:.0f} pods/s (after {result['informer_sync_seconds']:.2f} s "
-        "of informer sync)"
+        f"of informer sync; {result['events_dropped']} events dropped)"
     )
     if args.profile:
         pstats.Stats(str(args.profile)).sort_stats("tottime").print_stats(15)

@@ -216,7 +216,7 @@ class Kubelets:
         for type_, (status, _) in node.conditions.items():
             reason = names.get((type_, status))
             if reason and before.get(type_) != status:
-                await self.recorders[node.name].event(
+                self.recorders[node.name].event(
                     {},
                     "Normal",
                     reason,

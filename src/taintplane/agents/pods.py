@@ -163,7 +163,7 @@ class PodRuntime:
         refusal = admission_failure(pod, node)
         if refusal is not None:
             reason, message = refusal
-            await kubelets.recorders[node_name].event(pod, "Warning", reason, message)
+            kubelets.recorders[node_name].event(pod, "Warning", reason, message)
             status: dict[str, Any] = {
                 "phase": "Failed",
                 "reason": reason,

@@ -1,20 +1,36 @@
-"""Recording core/v1 Events as Kubernetes components do (``record.EventRecorder``)."""
+"""Recording core/v1 Events as Kubernetes components do (client-go's ``record.EventRecorder``).
+
+Recording never blocks the component: as in client-go, an event joins a queue of at most
+1000 (``maxQueuedEvents``) and one writer sends the queue to the API server in order. When the
+queue is full the event is dropped and an error is logged (client-go's "Unable to record
+event: too many queued events, dropped event"); events are best effort there too. We log the
+first drop and then every thousandth, with the count, rather than one line per event.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections import deque
 from typing import Any
 
 from taintplane.api.decoding import format_time
 from taintplane.client.client import ApiError, Client, resource
 from taintplane.clock import Clock
 
-__all__ = ["EventRecorder", "object_reference"]
+__all__ = ["MAX_QUEUED_EVENTS", "EventRecorder", "object_reference"]
 
 log = logging.getLogger(__name__)
 
 EVENTS = resource("", "v1", "events")
+
+#: client-go's maxQueuedEvents.
+MAX_QUEUED_EVENTS = 1000
+#: Events written at once. client-go writes one at a time from its own goroutine, which gets
+#: its share of the CPU whatever the component does; on one event loop a single writer would
+#: get one turn per round of the component's own requests and drop most events under load.
+WRITERS = 64
 
 
 def object_reference(obj: dict[str, Any]) -> dict[str, Any]:
@@ -31,15 +47,31 @@ def object_reference(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class EventRecorder:
-    """Writes one Event per call, named ``<object>.<hex nanoseconds>`` like client-go."""
+    """Queues one Event per call, named ``<object>.<hex nanoseconds>`` like client-go, and
+    writes the queue in the background."""
 
-    def __init__(self, client: Client, clock: Clock, component: str, host: str = "") -> None:
+    def __init__(
+        self,
+        client: Client,
+        clock: Clock,
+        component: str,
+        host: str = "",
+        *,
+        max_queued: int = MAX_QUEUED_EVENTS,
+        writers: int = WRITERS,
+    ) -> None:
         self.client = client
         self.clock = clock
         self.source = {"component": component, **({"host": host} if host else {})}
+        self.max_queued = max_queued
+        self.writers = writers
+        #: Events dropped because the queue was full.
+        self.dropped = 0
         self._sequence = time.monotonic_ns()  # uniqueness only, not time
+        self._queue: deque[tuple[str, dict[str, Any]]] = deque()
+        self._writers: set[asyncio.Task[None]] = set()
 
-    async def event(
+    def event(
         self,
         obj: dict[str, Any],
         type_: str,
@@ -54,22 +86,59 @@ class EventRecorder:
         now = self.clock.now()
         self._sequence += 1
         stamp = int(now.timestamp() * 1e9) + self._sequence % 1_000_000
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{ref.get('name', '')}.{stamp:x}", "namespace": namespace},
-            "involvedObject": ref,
-            "reason": reason,
-            "message": message,
-            "source": self.source,
-            "firstTimestamp": format_time(now),
-            "lastTimestamp": format_time(now),
-            "count": 1,
-            "type": type_,
-            "reportingComponent": self.source["component"],
-            "reportingInstance": self.source.get("host", ""),
-        }
-        try:
-            await self.client.create(EVENTS, event, namespace=namespace)
-        except ApiError as error:
-            log.debug("event %s for %s not recorded: %s", reason, ref.get("name"), error)
+        self.emit(
+            namespace,
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{ref.get('name', '')}.{stamp:x}", "namespace": namespace},
+                "involvedObject": ref,
+                "reason": reason,
+                "message": message,
+                "source": self.source,
+                "firstTimestamp": format_time(now),
+                "lastTimestamp": format_time(now),
+                "count": 1,
+                "type": type_,
+                "reportingComponent": self.source["component"],
+                "reportingInstance": self.source.get("host", ""),
+            },
+        )
+
+    def emit(self, namespace: str, event: dict[str, Any]) -> None:
+        """Queue a prepared Event for ``namespace`` (or drop it when the queue is full)."""
+        if len(self._queue) >= self.max_queued:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.error(
+                    "Unable to record event: too many queued events, dropped event "
+                    "%s %s (%d dropped so far)",
+                    event.get("reason"),
+                    (event.get("involvedObject") or {}).get("name"),
+                    self.dropped,
+                )
+            return
+        self._queue.append((namespace, event))
+        if len(self._writers) < self.writers:
+            writer = asyncio.get_running_loop().create_task(self._write())
+            self._writers.add(writer)
+            writer.add_done_callback(self._writers.discard)
+
+    async def _write(self) -> None:
+        while self._queue:
+            namespace, event = self._queue.popleft()
+            try:
+                await self.client.create(EVENTS, event, namespace=namespace)
+            except ApiError as error:
+                log.debug("event %s not recorded: %s", event.get("reason"), error)
+            except Exception:  # e.g. the transport closed under us: keep the component up
+                log.exception("event %s not recorded", event.get("reason"))
+
+    async def flush(self) -> None:
+        """Wait until every queued event has been written (or has failed)."""
+        while self._writers:
+            await asyncio.gather(*[asyncio.shield(w) for w in self._writers])
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)

@@ -111,7 +111,7 @@ class DaemonSetSync:
             and not selector.get("matchLabels")
             and not selector.get("matchExpressions")
         ):
-            await c.recorder.event(
+            c.recorder.event(
                 ds,
                 "Warning",
                 "SelectingAll",
@@ -199,14 +199,14 @@ class DaemonSetSync:
                     f"Found failed daemon pod {namespace}/{pod_name} on node {name}, "
                     "will try to kill it"
                 )
-                await c.recorder.event(ds, "Warning", "FailedDaemonPod", message)
+                c.recorder.event(ds, "Warning", "FailedDaemonPod", message)
                 delete.append(pod_name)
             elif _phase(pod) == "Succeeded":
                 message = (
                     f"Found succeeded daemon pod {namespace}/{pod_name} on node {name}, "
                     "will try to delete it"
                 )
-                await c.recorder.event(ds, "Normal", "SucceededDaemonPod", message)
+                c.recorder.event(ds, "Normal", "SucceededDaemonPod", message)
                 delete.append(pod_name)
             else:
                 running.append(pod)
@@ -281,10 +281,10 @@ class DaemonSetSync:
                 for cause in error.status["details"]["causes"]
             ):
                 return None  # the namespace is going: every create would fail
-            await self.c.recorder.event(ds, "Warning", "FailedCreate", f"Error creating: {error}")
+            self.c.recorder.event(ds, "Warning", "FailedCreate", f"Error creating: {error}")
             return error
         name = created["metadata"]["name"]
-        await self.c.recorder.event(ds, "Normal", "SuccessfulCreate", f"Created pod: {name}")
+        self.c.recorder.event(ds, "Normal", "SuccessfulCreate", f"Created pod: {name}")
         return None
 
     async def _delete(self, ds: dict[str, Any], name: str) -> ApiError | None:
@@ -292,11 +292,9 @@ class DaemonSetSync:
             await self.c.client.delete(PODS, name, ds["metadata"]["namespace"])
         except ApiError as error:
             if error.code != 404:
-                await self.c.recorder.event(
-                    ds, "Warning", "FailedDelete", f"Error deleting: {error}"
-                )
+                self.c.recorder.event(ds, "Warning", "FailedDelete", f"Error deleting: {error}")
             return error
-        await self.c.recorder.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {name}")
+        self.c.recorder.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {name}")
         return None
 
     # ---- rolling update (no surge) ----------------------------------------------------------

@@ -138,7 +138,7 @@ class DeploymentController:
         d = copy.deepcopy(cached)
         selector = _selector(d)
         if selector is None or selector.is_empty():
-            await self.recorder.event(
+            self.recorder.event(
                 d,
                 "Warning",
                 "SelectingAll",
@@ -246,7 +246,7 @@ class DeploymentController:
         du.set_replicas_annotations(updated, du.replicas(d), maximum)
         result: dict[str, Any] = await self.client.update(REPLICASETS, updated)
         if size_changed:
-            await self.recorder.event(
+            self.recorder.event(
                 d,
                 "Normal",
                 "ScalingReplicaSet",

@@ -147,10 +147,10 @@ async def _create_new(
                 )
                 with contextlib.suppress(ApiError):
                     await c.update_status(d)
-            await c.recorder.event(d, "Warning", "ReplicaSetCreateError", message)
+            c.recorder.event(d, "Warning", "ReplicaSetCreateError", message)
             raise
     if not already and count > 0:
-        await c.recorder.event(
+        c.recorder.event(
             d, "Normal", "ScalingReplicaSet", f"Scaled up replica set {name} from 0 to {count}"
         )
     needs_update = _set_revision(d, str(new_revision))

@@ -303,7 +303,7 @@ class DeviceTaintEvictionController:
         ref = {"kind": "Pod", "namespace": namespace, "name": name, "apiVersion": "v1"}
         if uid:
             ref["uid"] = uid
-        await self.recorder.event({}, "Normal", EVENT_REASON, message, reference=ref)
+        self.recorder.event({}, "Normal", EVENT_REASON, message, reference=ref)
 
     async def _delete(self, item: Item, eviction: Eviction) -> None:
         try:

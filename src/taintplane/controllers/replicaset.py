@@ -272,9 +272,9 @@ class ReplicaSetController:
             created = await self.client.create(PODS, pod, namespace=meta["namespace"])
         except ApiError as error:
             if "is being terminated" not in str(error):  # namespace going: no event
-                await self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {error}")
+                self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {error}")
             raise
-        await self.recorder.event(
+        self.recorder.event(
             rs, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}"
         )
 
@@ -287,9 +287,9 @@ class ReplicaSetController:
                 self.expectations.deletion_observed(key, object_key(pod))
                 return
             self.expectations.deletion_observed(key, object_key(pod))
-            await self.recorder.event(rs, "Warning", "FailedDelete", f"Error deleting: {error}")
+            self.recorder.event(rs, "Warning", "FailedDelete", f"Error deleting: {error}")
             raise
-        await self.recorder.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {name}")
+        self.recorder.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {name}")
 
     def _related_pods(self, rs: dict[str, Any]) -> list[dict[str, Any]]:
         """Pods of every ReplicaSet controlled by the same owner (for ranking by node)."""

@@ -22,6 +22,7 @@ import numpy as np
 from taintplane.api.decoding import format_micro_time, format_time
 from taintplane.api.features import FeatureGates
 from taintplane.client import ApiError, Client, Informer, resource
+from taintplane.client.events import EventRecorder
 from taintplane.clock import Clock
 from taintplane.scheduler.diagnosis import NO_NODES_AVAILABLE, Diagnosis, fit_error_message
 from taintplane.scheduler.framework import CycleState, Framework, Status
@@ -53,7 +54,6 @@ NODES = resource("", "v1", "nodes")
 PODS = resource("", "v1", "pods")
 PDBS = resource("policy", "v1", "poddisruptionbudgets")
 NOMINATED_KEY = "nominated-pods"
-EVENTS = resource("", "v1", "events")
 RESOURCE_CLAIMS = resource("resource.k8s.io", "v1", "resourceclaims")
 RESOURCE_SLICES = resource("resource.k8s.io", "v1", "resourceslices")
 DEVICE_CLASSES = resource("resource.k8s.io", "v1", "deviceclasses")
@@ -137,6 +137,7 @@ class Scheduler:
         self._random = random.Random(seed)
         # Event names only need to be unique (even across restarts with the same seed).
         self._names = random.Random(os.urandom(16))
+        self.recorder = EventRecorder(client, clock, scheduler_name)
         self._bindings: set[asyncio.Task[None]] = set()
         # Bindings in flight at once (upstream binds in goroutines under client rate limits):
         # enough to keep the API busy, few enough that a burst does not pile up thousands of
@@ -533,7 +534,7 @@ class Scheduler:
             if error.code != 404:
                 self.queue.error(pod)
             return
-        await self._event(
+        self._event(
             pod,
             "Normal",
             "Scheduled",
@@ -577,7 +578,7 @@ class Scheduler:
                 if error.code != 404:
                     log.info("preempting %s failed: %s", victim.key, error)
                     return
-            await self._event(
+            self._event(
                 victim,
                 "Normal",
                 "Preempted",
@@ -629,9 +630,9 @@ class Scheduler:
             except ApiError as error:
                 if error.code != 404:
                     log.info("recording the failure of %s failed: %s", pod.key, error)
-        await self._event(pod, "Warning", "FailedScheduling", "Scheduling", message)
+        self._event(pod, "Warning", "FailedScheduling", "Scheduling", message)
 
-    async def _event(self, pod: PodInfo, kind: str, reason: str, action: str, note: str) -> None:
+    def _event(self, pod: PodInfo, kind: str, reason: str, action: str, note: str) -> None:
         now = self.clock.now()
         # Written as core/v1 (the storage version; events.k8s.io/v1 readers see the same).
         event = {
@@ -661,10 +662,8 @@ class Scheduler:
             "lastTimestamp": format_time(now),
             "count": 1,
         }
-        try:
-            await self.client.create(EVENTS, event, namespace=pod.namespace)
-        except ApiError as error:
-            log.debug("event for %s not recorded: %s", pod.key, error)
+        # Never waits (client-go's events library queues and drops when overloaded).
+        self.recorder.emit(pod.namespace, event)
 
     def explain(self, pod: dict[str, Any]) -> Decision:
         """Every node's verdict and the scores, for ``taintplane explain``."""

@@ -228,7 +228,7 @@ class NodeLifecycleController:
             if status_change
             else f"Node {name} event: {what}"
         )
-        await self.recorder.event(node, "Normal", reason, message, reference=reference)
+        self.recorder.event(node, "Normal", reason, message, reference=reference)
 
     # ---- NoExecute tainting ------------------------------------------------------------------
 

@@ -54,4 +54,4 @@ async def mark_pods_not_ready(
             if error.code == 404:
                 continue
             raise
-        await recorder.event(pod, "Warning", "NodeNotReady", "Node is not ready")
+        recorder.event(pod, "Warning", "NodeNotReady", "Node is not ready")
