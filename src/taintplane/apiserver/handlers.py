@@ -638,18 +638,19 @@ def propagation_policy(options: dict[str, Any]) -> str | None:
 
 
 def apply_patch(content_type: str, current: dict[str, Any], patch: Any) -> dict[str, Any]:
-    """A JSON, merge or strategic merge patch applied to ``current``; a patch that cannot
+    """A JSON, merge or strategic merge patch applied to ``current`` (the private copy that
+    ``guaranteed_update`` hands its mutation, so it is patched in place); a patch that cannot
     apply is a 422 (JSON patch) or a 400, as kube-apiserver answers."""
     try:
         if content_type == "application/json-patch+json":
-            return apply_json_patch(current, patch)
+            return apply_json_patch(current, patch, consume_original=True)
         if content_type == "application/merge-patch+json":
             if not isinstance(patch, dict):
                 raise PatchError("merge patch must be a JSON object")
-            merged = apply_merge_patch(current, patch)
+            merged = apply_merge_patch(current, patch, consume_original=True)
             assert isinstance(merged, dict)
             return merged
-        return apply_strategic_merge_patch(current, patch)
+        return apply_strategic_merge_patch(current, patch, consume_original=True)
     except PatchError as error:
         json_patch = content_type == "application/json-patch+json"
         raise APIError.make(

@@ -57,11 +57,16 @@ class PatchError(ValueError):
         self.message = message
 
 
-def apply_json_patch(original: dict[str, Any], operations: object) -> dict[str, Any]:
+def apply_json_patch(
+    original: dict[str, Any], operations: object, *, consume_original: bool = False
+) -> dict[str, Any]:
+    """RFC 6902. ``consume_original``: the caller hands ``original`` over (a private copy),
+    so it is patched without being copied first; the patch itself is never modified."""
     if not isinstance(operations, list):
         raise PatchError("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+    target = original if consume_original else clone(original)
     try:
-        result = jsonpatch.JsonPatch(clone(operations)).apply(clone(original))
+        result = jsonpatch.JsonPatch(clone(operations)).apply(target)
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
         raise PatchError(str(error)) from error
     except (TypeError, KeyError, IndexError, AttributeError) as error:
@@ -71,9 +76,10 @@ def apply_json_patch(original: dict[str, Any], operations: object) -> dict[str, 
     return result
 
 
-def apply_merge_patch(original: Any, patch: Any) -> Any:
-    """RFC 7386 (neither argument is modified)."""
-    return _merge_into(clone(original), clone(patch))
+def apply_merge_patch(original: Any, patch: Any, *, consume_original: bool = False) -> Any:
+    """RFC 7386 (neither argument is modified, unless ``consume_original`` hands ``original``
+    over)."""
+    return _merge_into(original if consume_original else clone(original), clone(patch))
 
 
 def _merge_into(target: Any, patch: Any) -> Any:
@@ -88,10 +94,14 @@ def _merge_into(target: Any, patch: Any) -> Any:
     return result
 
 
-def apply_strategic_merge_patch(original: dict[str, Any], patch: object) -> dict[str, Any]:
+def apply_strategic_merge_patch(
+    original: dict[str, Any], patch: object, *, consume_original: bool = False
+) -> dict[str, Any]:
+    """``consume_original``: the caller hands ``original`` over (a private copy), so the result
+    may share or change it instead of copying it first."""
     if not isinstance(patch, dict):
         raise PatchError("strategic merge patch must be a JSON object")
-    result = _merge_map(clone(original), clone(patch))
+    result = _merge_map(original if consume_original else clone(original), clone(patch))
     if result is None:
         return {}
     return result

@@ -186,10 +186,13 @@ class Registry:
     # ---- reads -----------------------------------------------------------------------------
 
     async def get(self, resource: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        return self._decode(await self._get_kv(resource, namespace, name))
+
+    async def _get_kv(self, resource: ResourceType, namespace: str, name: str) -> KV:
         kv = await self.store.get(self._key(resource, namespace, name))
         if kv is None:
             raise APIError.not_found(resource, name)
-        return self._decode(kv)
+        return kv
 
     async def list(
         self,
@@ -414,11 +417,12 @@ class Registry:
         """Read, ``mutate`` a copy, write; retried on conflicts unless the result pins a
         resourceVersion (then a stale one is the caller's conflict)."""
         for _ in range(32):
-            old = await self.get(resource, namespace, name)
-            current = clone(old)
-            # The mutation sees no resourceVersion: if it sets one, that is the caller's
-            # precondition (a patch that names a resourceVersion).
-            meta(current).pop("resourceVersion", None)
+            kv = await self._get_kv(resource, namespace, name)
+            old = self._decode(kv)
+            # The mutation gets its own copy (decoded again: cheaper than copying ``old``),
+            # without a resourceVersion (stored bytes have none): if it sets one, that is the
+            # caller's precondition (a patch that names a resourceVersion).
+            current: dict[str, Any] = orjson.loads(kv.value)
             new = mutate(current)
             self._check_type(resource, new, field_validation, baseline=old)
             pinned = meta(new).get("resourceVersion")
