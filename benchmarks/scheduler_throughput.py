@@ -228,6 +228,7 @@ async def run_remote(nodes: int, pods: int, taints: bool, port: int) -> dict[str
             await scheduler.pod_informer.synced.wait()
             started = time.perf_counter()
             await bound.wait()
+            await scheduler.recorder.flush()  # the events are part of the work
             elapsed = time.perf_counter() - started
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)

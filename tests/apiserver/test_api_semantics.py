@@ -249,59 +249,6 @@ def test_binding_assigns_a_node_once(api):
     )
 
 
-def test_eviction_honours_a_disruption_budget(api):
-    ready = {"conditions": [{"type": "Ready", "status": "True"}]}
-    for name in ("pdb-1", "pdb-2"):
-        api.post(
-            "/api/v1/namespaces/default/pods", json=pod(name, {"app": "guarded"}, nodeName="n1")
-        )
-        api.patch(
-            f"/api/v1/namespaces/default/pods/{name}/status",
-            json={"status": {"phase": "Running", **ready}},
-            headers={"Content-Type": "application/merge-patch+json"},
-        )
-    api.post(
-        "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
-        json={
-            "metadata": {"name": "guard"},
-            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "guarded"}}},
-        },
-    )
-    eviction = {
-        "apiVersion": "policy/v1",
-        "kind": "Eviction",
-        "metadata": {"name": "pdb-1", "namespace": "default"},
-    }
-    refused = api.post("/api/v1/namespaces/default/pods/pdb-1/eviction", json=eviction)
-    assert refused.status_code == 429
-    status = refused.json()
-    assert status["reason"] == "TooManyRequests"
-    assert status["message"] == "Cannot evict pod as it would violate the pod's disruption budget."
-    assert status["details"]["causes"] == [
-        {
-            "reason": "DisruptionBudget",
-            "message": "The disruption budget guard needs 2 healthy pods and has 2 currently",
-        }
-    ]
-    api.patch(
-        "/apis/policy/v1/namespaces/default/poddisruptionbudgets/guard",
-        json={"spec": {"minAvailable": 1}},
-        headers={"Content-Type": "application/merge-patch+json"},
-    )
-    allowed = api.post(
-        "/api/v1/namespaces/default/pods/pdb-1/eviction",
-        json={**eviction, "deleteOptions": {"gracePeriodSeconds": 0}},
-    )
-    assert allowed.status_code == 201
-    assert allowed.json() == {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Success",
-        "code": 201,
-    }
-
-
 def test_concurrent_patches_without_preconditions_all_apply(cluster):
     import asyncio
 

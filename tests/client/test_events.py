@@ -52,7 +52,7 @@ def test_events_are_queued_without_waiting_and_written_in_order(tmp_path):
         }
         assert event["source"] == {"component": "taint-eviction-controller"}
         assert event["firstTimestamp"] == event["lastTimestamp"] == "2026-11-21T12:00:00Z"
-        assert event["count"] == 1 and event["type"] == "Normal"
+        assert (event["count"], event["type"]) == (1, "Normal")
         assert event["metadata"]["name"].startswith("web.")
         await server.close()
         await store.close()
@@ -84,5 +84,32 @@ def test_a_full_queue_drops_events_with_upstreams_error(tmp_path, caplog):
         assert len((await client.list(EVENTS, namespace="default"))[0]) == 4
         await server.close()
         await store.close()
+
+    asyncio.run(scenario())
+
+
+class _ClosedTransport:
+    """A transport whose connection is gone, as when a component stops under its writers."""
+
+    async def request(self, *args, **kwargs):
+        raise RuntimeError("Cannot send a request, as the client has been closed.")
+
+    async def close(self):
+        return None
+
+
+def test_a_lost_connection_is_reported_once_and_the_queue_discarded(caplog):
+    async def scenario():
+        clock = VirtualClock(datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC))
+        recorder = EventRecorder(Client(_ClosedTransport()), clock, "default-scheduler", writers=1)
+        for n in range(5):
+            recorder.event(POD, "Normal", "Scheduled", f"message {n}")
+        with caplog.at_level(logging.WARNING, logger="taintplane.client.events"):
+            await recorder.flush()
+        assert recorder.queued == 0
+        assert [r.getMessage() for r in caplog.records] == [
+            "event Scheduled not recorded (RuntimeError: Cannot send a request, as the client "
+            "has been closed.); 4 queued events discarded"
+        ]
 
     asyncio.run(scenario())

@@ -24,6 +24,7 @@ from taintplane.api.selectors import (
 )
 from taintplane.apiserver import codec, fieldmanager
 from taintplane.apiserver.codec import clone
+from taintplane.apiserver.eviction import evict
 from taintplane.apiserver.patch import (
     PatchError,
     apply_json_patch,
@@ -34,7 +35,7 @@ from taintplane.apiserver.registry import Apply, Registry, WatchProgress
 from taintplane.apiserver.requestinfo import RequestInfo
 from taintplane.apiserver.scale import apply_scale, scale_of
 from taintplane.apiserver.status import APIError, success
-from taintplane.apiserver.subresources import bind, evict
+from taintplane.apiserver.subresources import bind
 from taintplane.apiserver.tables import table_for
 from taintplane.clock import Clock
 
@@ -104,7 +105,9 @@ class ResourceHandlers:
         if info.subresource == "binding" and method == "POST":
             return json_response(await bind(self.registry, info, await self._body(request)), 201)
         if info.subresource == "eviction" and method == "POST":
-            return json_response(await evict(self.registry, info, await self._body(request)), 201)
+            body = await self._body(request)
+            evicted = await evict(self.registry, info, body, dry_run_query=self._dry_run(request))
+            return json_response(evicted, 201)
         if info.subresource == "scale":
             return await self._scale(request, info, verb)
         if verb == "get":

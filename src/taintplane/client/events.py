@@ -131,8 +131,17 @@ class EventRecorder:
                 await self.client.create(EVENTS, event, namespace=namespace)
             except ApiError as error:
                 log.debug("event %s not recorded: %s", event.get("reason"), error)
-            except Exception:  # e.g. the transport closed under us: keep the component up
-                log.exception("event %s not recorded", event.get("reason"))
+            except Exception as error:  # the connection or the client is gone
+                # Typically the component is stopping: say so once, not once per event.
+                log.warning(
+                    "event %s not recorded (%s: %s); %d queued events discarded",
+                    event.get("reason"),
+                    type(error).__name__,
+                    error,
+                    len(self._queue),
+                )
+                self._queue.clear()
+                return
 
     async def flush(self) -> None:
         """Wait until every queued event has been written (or has failed)."""

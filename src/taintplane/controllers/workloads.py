@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from taintplane.api.decoding import parse_timestamp
+from taintplane.api.podconditions import find_condition, is_pod_ready
 from taintplane.api.scheme import ResourceType
 from taintplane.api.selectors import LabelSelector
 from taintplane.client import ApiError, Client
@@ -86,15 +87,7 @@ def is_pod_terminating(pod: dict[str, Any]) -> bool:
 
 
 def _ready_condition(pod: dict[str, Any]) -> dict[str, Any] | None:
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if isinstance(condition, dict) and condition.get("type") == "Ready":
-            return condition
-    return None
-
-
-def is_pod_ready(pod: dict[str, Any]) -> bool:
-    condition = _ready_condition(pod)
-    return condition is not None and condition.get("status") == "True"
+    return find_condition(pod, "Ready")
 
 
 def pod_ready_since(pod: dict[str, Any]) -> datetime | None:

@@ -1,0 +1,44 @@
+"""Pod conditions: finding them, readiness, and upstream's ``UpdatePodCondition``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["find_condition", "is_pod_ready", "update_pod_condition"]
+
+
+def find_condition(pod: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == type_:
+            return condition
+    return None
+
+
+def is_pod_ready(pod: dict[str, Any]) -> bool:
+    """podutil.IsPodReady: the Ready condition is True."""
+    condition = find_condition(pod, "Ready")
+    return condition is not None and condition.get("status") == "True"
+
+
+def update_pod_condition(pod: dict[str, Any], condition: dict[str, Any], now: str) -> bool:
+    """Set ``condition`` on the pod's status as upstream's UpdatePodCondition does: a new
+    condition, or one whose status changes, gets ``lastTransitionTime`` now; an unchanged
+    status keeps its transition time. Whether anything changed."""
+    status = pod.setdefault("status", {})
+    conditions = status.setdefault("conditions", [])
+    wanted = dict(condition)
+    for index, existing in enumerate(conditions):
+        if not isinstance(existing, dict) or existing.get("type") != wanted["type"]:
+            continue
+        if existing.get("status") == wanted.get("status"):
+            wanted["lastTransitionTime"] = existing.get("lastTransitionTime") or now
+        else:
+            wanted.setdefault("lastTransitionTime", now)
+        merged = {**existing, **wanted}
+        if merged == existing:
+            return False
+        conditions[index] = merged
+        return True
+    wanted.setdefault("lastTransitionTime", now)
+    conditions.append(wanted)
+    return True
