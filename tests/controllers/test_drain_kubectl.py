@@ -122,3 +122,26 @@ def test_a_budget_with_room_lets_the_drain_through_and_daemons_stay(kubectl: Kub
     assert kubectl("get", "pod", daemon, "-o", "jsonpath={.spec.nodeName}") == node
     taints = kubectl("get", "node", node, "-o", "jsonpath={.spec.taints[*].key}")
     assert "node.kubernetes.io/unschedulable" in taints
+
+
+def test_a_server_dry_run_drain_evicts_nothing(kubectl: Kubectl) -> None:
+    node = kubectl("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].spec.nodeName}")
+    pod = web_pod_on(kubectl, node)
+    kubectl("delete", "pdb", "--all")  # one budget per pod: the eviction API allows no more
+    kubectl("apply", "-f", "-", stdin=budget("dry", "maxUnavailable: 1"))
+    kubectl("wait", "--for=jsonpath={.status.disruptionsAllowed}=1", "pdb/dry", "--timeout=30s")
+    done = kubectl.run("drain", node, "--ignore-daemonsets", "--dry-run=server", "--timeout=30s")
+    assert done.returncode == 0, done.stderr
+    # kubectl does not wait for deletions in a dry run: no "evicted" line.
+    assert done.stdout == (
+        f"node/{node} cordoned (server dry run)\n"
+        f"evicting pod default/{pod} (server dry run)\n"
+        f"node/{node} drained (server dry run)\n"
+    )
+    # Nothing changed: the pod runs, unmarked; the budget still has its disruption.
+    assert kubectl("get", "pod", pod, "-o", "jsonpath={.metadata.deletionTimestamp}") == ""
+    conditions = kubectl("get", "pod", pod, "-o", "jsonpath={.status.conditions[*].type}")
+    assert "DisruptionTarget" not in conditions
+    assert kubectl("get", "pdb", "dry", "-o", "jsonpath={.status.disruptionsAllowed}") == "1"
+    assert kubectl("get", "node", node, "-o", "jsonpath={.spec.unschedulable}") == ""
+    kubectl("delete", "pdb", "dry")
