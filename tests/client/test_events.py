@@ -94,6 +94,9 @@ class _ClosedTransport:
     async def request(self, *args, **kwargs):
         raise RuntimeError("Cannot send a request, as the client has been closed.")
 
+    def stream(self, path, params):
+        raise RuntimeError("Cannot send a request, as the client has been closed.")
+
     async def close(self):
         return None
 
