@@ -108,6 +108,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType(
         "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, short_names=("pc",)
     ),
+    ResourceType("apps", "v1", "ControllerRevision", "controllerrevisions", True),
     ResourceType(
         "apps",
         "v1",

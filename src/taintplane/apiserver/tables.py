@@ -327,6 +327,21 @@ def _count(*path: str) -> Cell:
     return lambda o, _: int(_get(o, *path, default=0) or 0)
 
 
+def _controller(obj: Obj, _: datetime) -> str:
+    """``printControllerRevision``'s CONTROLLER: ``daemonset.apps/agent``, or ``<none>``."""
+    for ref in _get(obj, "metadata", "ownerReferences", default=[]) or []:
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+            kind = str(ref.get("kind") or "")
+            group_kind = f"{kind}.{group}" if group else kind
+            return (
+                f"{group_kind.lower()}/{ref.get('name', '')}"
+                if group_kind
+                else str(ref.get("name", ""))
+            )
+    return "<none>"
+
+
 COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
     ("", "Pod"): POD_COLUMNS,
     ("", "Node"): NODE_COLUMNS,
@@ -362,6 +377,16 @@ COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
         Column("Global-Default", lambda o, _: bool(o.get("globalDefault")), type_="boolean"),
         AGE,
         Column("PreemptionPolicy", _field("preemptionPolicy")),
+    ),
+    ("apps", "ControllerRevision"): (
+        NAME,
+        Column("Controller", _controller, description="Controller of the object"),
+        Column(
+            "Revision",
+            _count("revision"),
+            description="Revision indicates the revision of the state represented by Data.",
+        ),
+        AGE,
     ),
     ("apps", "Deployment"): (
         NAME,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import ResourceType
 from taintplane.apiserver.strategies.apps import (
+    ControllerRevisionStrategy,
     DaemonSetStrategy,
     DeploymentStrategy,
     ReplicaSetStrategy,
@@ -39,6 +40,7 @@ _BY_KIND: dict[tuple[str, str], type[Strategy]] = {
     ("apps", "Deployment"): DeploymentStrategy,
     ("apps", "ReplicaSet"): ReplicaSetStrategy,
     ("apps", "DaemonSet"): DaemonSetStrategy,
+    ("apps", "ControllerRevision"): ControllerRevisionStrategy,
     ("node.k8s.io", "RuntimeClass"): RuntimeClassStrategy,
     ("scheduling.k8s.io", "PriorityClass"): PriorityClassStrategy,
     ("rbac.authorization.k8s.io", "Role"): RbacStrategy,

@@ -1,4 +1,5 @@
-"""apps/v1 workloads: Deployment, ReplicaSet and DaemonSet defaulting and update rules.
+"""apps/v1 workloads: Deployment, ReplicaSet and DaemonSet defaulting and update rules, and
+the ControllerRevisions that record a DaemonSet's templates.
 
 Defaults are upstream's ``SetDefaults_*`` from ``pkg/apis/apps/v1/defaults.go``; the pod
 template gets the pod-spec defaults (not the pod-only ones such as ``enableServiceLinks``), so
@@ -11,6 +12,8 @@ from typing import Any
 
 from taintplane.api.field import FieldError
 from taintplane.apiserver.strategies.apps_validation import (
+    validate_controller_revision,
+    validate_controller_revision_update,
     validate_daemonset_spec,
     validate_deployment_spec,
     validate_replicaset_spec,
@@ -19,7 +22,12 @@ from taintplane.apiserver.strategies.base import Strategy, meta, spec_of
 from taintplane.apiserver.strategies.pods import DEFAULT_GRACE_SECONDS
 from taintplane.apiserver.strategies.pods import _default_container as default_container
 
-__all__ = ["DaemonSetStrategy", "DeploymentStrategy", "ReplicaSetStrategy"]
+__all__ = [
+    "ControllerRevisionStrategy",
+    "DaemonSetStrategy",
+    "DeploymentStrategy",
+    "ReplicaSetStrategy",
+]
 
 DEFAULT_REVISION_HISTORY_LIMIT = 10
 DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
@@ -135,3 +143,16 @@ class DaemonSetStrategy(_AppsStrategy):
                     rolling.setdefault("maxUnavailable", 1)
                     rolling.setdefault("maxSurge", 0)
         spec.setdefault("revisionHistoryLimit", DEFAULT_REVISION_HISTORY_LIMIT)
+
+
+class ControllerRevisionStrategy(Strategy):
+    """No spec and no status: ``data`` and ``revision`` sit at the top level, and only
+    ``revision`` (and metadata) may change once written."""
+
+    has_spec = False
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return self.validate_object_meta(obj) + validate_controller_revision(obj)
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        return self.validate_object_meta(new) + validate_controller_revision_update(new, old)

@@ -1,19 +1,28 @@
 """apps/v1 spec validation, as ``pkg/apis/apps/validation``: replicas and durations not
 negative, a selector that is required, non-empty and matches the template's labels, a pod
-template valid as a pod spec with ``restartPolicy: Always``, and the update strategies."""
+template valid as a pod spec with ``restartPolicy: Always``, the update strategies, and a
+ControllerRevision's ``data`` (required, immutable) and ``revision`` (not negative)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from taintplane.api import names
 from taintplane.api.field import FieldError, Path
+from taintplane.api.gofmt import GoStruct, go_json
 from taintplane.api.selectors import SelectorError, label_selector_from_dict
 from taintplane.api.validation import validate_labels
 from taintplane.apiserver.strategies.pods import validate_pod_spec
 
-__all__ = ["validate_daemonset_spec", "validate_deployment_spec", "validate_replicaset_spec"]
+__all__ = [
+    "validate_controller_revision",
+    "validate_controller_revision_update",
+    "validate_daemonset_spec",
+    "validate_deployment_spec",
+    "validate_replicaset_spec",
+]
 
 NONNEGATIVE = "must be greater than or equal to 0"
 _PERCENT = re.compile(r"^[0-9]+%$")
@@ -217,4 +226,37 @@ def validate_daemonset_spec(
     elif kind != "OnDelete":
         errors.append(FieldError.not_supported(at, strategy, ["RollingUpdate", "OnDelete"]))
     errors += _nonnegative(spec, "revisionHistoryLimit", path)
+    return errors
+
+
+@dataclass(frozen=True, slots=True)
+class _RawJSON(GoStruct):
+    """A rejected ``data`` as the message shows it: ``runtime.Unknown`` marshals to the raw
+    JSON it arrived as, so keys keep the order sent (even when every value is a string) and
+    a null is ``null``, not the quoted ``"null"`` of a nil Go value."""
+
+    value: object = None
+
+    def to_json(self) -> str:
+        return go_json(self.value)
+
+
+def validate_controller_revision(revision: dict[str, Any]) -> list[FieldError]:
+    """``ValidateControllerRevision`` without the metadata part: ``data`` absent or null is
+    Go's nil ``runtime.Object``; any other JSON value is data."""
+    errors: list[FieldError] = []
+    if revision.get("data") is None:
+        errors.append(FieldError.required(Path.root("data"), "data is mandatory"))
+    return errors + _nonnegative(revision, "revision", Path())
+
+
+def validate_controller_revision_update(
+    new: dict[str, Any], old: dict[str, Any]
+) -> list[FieldError]:
+    """``ValidateControllerRevisionUpdate``: ``data`` never changes (``revision`` may, which
+    is how a controller makes an old revision the newest again)."""
+    errors = validate_controller_revision(new)
+    if new.get("data") != old.get("data"):
+        rejected = _RawJSON((), new.get("data"))
+        errors.append(FieldError.invalid(Path.root("data"), rejected, "field is immutable"))
     return errors
