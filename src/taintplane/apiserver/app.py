@@ -144,12 +144,12 @@ class APIServer:
         except APIError as error:
             return json_response(error.status, error.code)
         except Exception as error:  # a bug: report it as Kubernetes would, never a bare 500
-            log.exception("internal error serving %s %s", request.method, request.url.path)
+            log.exception("internal error serving %s %s", request.method, request.scope["path"])
             status = APIError.internal(f"{type(error).__name__}: {error}").status
             return json_response(status, 500)
 
     async def _route(self, request: Request) -> Response:
-        path = request.url.path.rstrip("/") or "/"
+        path = request.scope["path"].rstrip("/") or "/"
         segments = [s for s in path.split("/") if s]
         accept = request.headers.get("accept", "")
         if path in ("/healthz", "/livez", "/readyz"):

@@ -120,7 +120,7 @@ class InProcessTransport:
             "path": path,
             "raw_path": path.encode(),
             "root_path": "",
-            "query_string": urlencode(params or {}).encode(),
+            "query_string": urlencode(params).encode() if params else b"",
             "headers": [
                 (b"content-type", content_type.encode()),
                 (b"user-agent", self._user_agent),

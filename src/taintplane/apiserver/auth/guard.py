@@ -117,7 +117,7 @@ class Guard:
                 try:
                     user = await self.impersonate(request, self.authenticate(request))
                     attributes = Attributes(
-                        user, request.method.lower(), False, path=request.url.path
+                        user, request.method.lower(), False, path=request.scope["path"]
                     )
                     decision = await self.rbac.authorize(attributes)
                     if not decision.allowed:
@@ -133,7 +133,7 @@ class Guard:
 
     async def __call__(self, request: Request, route: Route) -> Response:
         user = await self.impersonate(request, self.authenticate(request))
-        path = request.url.path
+        path = request.scope["path"]
         attributes = request_attributes(user, request.method, path, request.query_params)
         decision = await self.rbac.authorize(attributes)
         if not decision.allowed:
