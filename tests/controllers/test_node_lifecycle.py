@@ -70,6 +70,34 @@ def test_registered_nodes_become_ready_and_lose_the_not_ready_taint(tmp_path: Pa
     simulate(tmp_path, scenario, components=AGENTS, controllers=LIFECYCLE, nodes=shapes(1))
 
 
+def test_a_starting_kubelet_tells_about_itself_as_upstreams_does(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        await sim.advance(0)
+        expected = {
+            "Starting": "Starting kubelet.",
+            "NodeAllocatableEnforced": "Updated Node Allocatable limit across pods",
+            "NodeHasSufficientMemory": "Node node-1 status is now: NodeHasSufficientMemory",
+            "NodeHasNoDiskPressure": "Node node-1 status is now: NodeHasNoDiskPressure",
+            "NodeHasSufficientPID": "Node node-1 status is now: NodeHasSufficientPID",
+        }
+        for reason, message in expected.items():
+            [event] = await sim.events(reason)
+            assert event["message"] == message
+            assert event["type"] == "Normal"
+            assert event["source"] == {"component": "kubelet", "host": "node-1"}
+            # The kubelet names its node by name in place of the uid (kubectl describe node
+            # looks under both).
+            assert event["involvedObject"] == {"kind": "Node", "name": "node-1", "uid": "node-1"}
+        # The first Ready is no event; only a change of it is.
+        assert await sim.events("NodeReady") == []
+        await sim.kubelets.set_condition("node-1", "MemoryPressure", "True")
+        await sim.advance(0)
+        [pressure] = await sim.events("NodeHasInsufficientMemory")
+        assert pressure["message"] == "Node node-1 status is now: NodeHasInsufficientMemory"
+
+    simulate(tmp_path, scenario, components=AGENTS, controllers=LIFECYCLE, nodes=shapes(1))
+
+
 def test_a_silent_node_goes_unknown_then_unreachable_and_its_pods_are_evicted(
     tmp_path: Path,
 ) -> None:

@@ -125,6 +125,17 @@ class Kubelets:
                 raise
             created = await self.client.get(NODES, shape.name)  # registered before a restart
         node.uid = str(created["metadata"].get("uid", ""))
+        # What a starting kubelet tells about itself before its first status.
+        recorder = self.recorders[shape.name]
+        reference = _node_reference(shape.name)
+        recorder.event({}, "Normal", "Starting", "Starting kubelet.", reference=reference)
+        recorder.event(
+            {},
+            "Normal",
+            "NodeAllocatableEnforced",
+            "Updated Node Allocatable limit across pods",
+            reference=reference,
+        )
         await self._post_status(node, force=True)
         await self._renew_lease(node)
         await self.dra.publish_node(shape, node.uid)
@@ -198,10 +209,14 @@ class Kubelets:
         except ApiError as error:
             log.info("kubelet %s: posting status failed: %s", node.name, error)
             return
-        if changed and before:
-            await self._status_events(node, before)
+        if changed:
+            self._status_events(node, before)
 
-    async def _status_events(self, node: SimulatedNode, before: dict[str, str]) -> None:
+    def _status_events(self, node: SimulatedNode, before: dict[str, str]) -> None:
+        """Upstream's condition setters: an event for each condition that changed status. A
+        pressure condition starts Unknown, so the first status tells "sufficient memory" and
+        so on; a Ready condition seen for the first time is not an event (NodeReady comes
+        with a later change only)."""
         names = {
             ("Ready", "True"): "NodeReady",
             ("Ready", "False"): "NodeNotReady",
@@ -212,9 +227,11 @@ class Kubelets:
             ("PIDPressure", "True"): "NodeHasInsufficientPID",
             ("PIDPressure", "False"): "NodeHasSufficientPID",
         }
-        reference = {"kind": "Node", "name": node.name, "uid": node.name}
+        reference = _node_reference(node.name)
         for type_, (status, _) in node.conditions.items():
             reason = names.get((type_, status))
+            if type_ == "Ready" and type_ not in before:
+                continue
             if reason and before.get(type_) != status:
                 self.recorders[node.name].event(
                     {},
@@ -283,3 +300,9 @@ class Kubelets:
             await self.pods.stop()
             if self._own_informers:
                 await self.informers.stop()
+
+
+def _node_reference(name: str) -> dict[str, str]:
+    """The kubelet's reference to its node: the name stands in for the uid, as upstream's
+    (``kubectl describe node`` looks for events under both)."""
+    return {"kind": "Node", "name": name, "uid": name}
