@@ -14,6 +14,8 @@ from tests.controllers.harness import Sim, simulate
 PODS = resource("", "v1", "pods")
 REPLICASETS = resource("apps", "v1", "replicasets")
 DEPLOYMENTS = resource("apps", "v1", "deployments")
+DAEMONSETS = resource("apps", "v1", "daemonsets")
+REVISIONS = resource("apps", "v1", "controllerrevisions")
 LEASES = resource("coordination.k8s.io", "v1", "leases")
 NODES = resource("", "v1", "nodes")
 CONTROLLERS = ("replicaset-controller", "deployment-controller", "garbage-collector-controller")
@@ -63,6 +65,25 @@ def test_background_deletion_of_a_deployment_takes_its_replicasets_and_pods(
         assert await names(sim, PODS, "app=web") == []  # unscheduled pods go at once
 
     simulate(tmp_path, scenario, controllers=CONTROLLERS)
+
+
+def test_a_daemonsets_revisions_and_pods_follow_it(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        await sim.client.create(NODES, {"metadata": {"name": "n1"}})
+        await sim.taint("n1", None)  # as once it is Ready
+        daemonset = replicaset("agent") | {"apiVersion": "apps/v1", "kind": "DaemonSet"}
+        del daemonset["spec"]["replicas"]
+        await sim.client.create(DAEMONSETS, daemonset, namespace="default")
+        await sim.advance(1)
+        [revision] = await names(sim, REVISIONS)
+        assert revision.startswith("agent-")
+        assert len(await names(sim, PODS, "app=agent")) == 1
+        await sim.client.delete(DAEMONSETS, "agent", "default")
+        await sim.advance(0)
+        assert await names(sim, REVISIONS) == []
+        assert await names(sim, PODS, "app=agent") == []  # unscheduled: gone at once
+
+    simulate(tmp_path, scenario, controllers=("daemonset-controller", *CONTROLLERS))
 
 
 def test_orphan_deletion_leaves_the_pods_without_their_owner(tmp_path: Path) -> None:

@@ -5,12 +5,15 @@ node name, node selector and required node affinity admit it and every NoSchedul
 taint is tolerated by the template's tolerations plus the automatic daemon tolerations; an
 existing pod stays unless a NoExecute taint is untolerated. Pods are created pinned to their
 node by required node affinity (``metadata.name In [node]``) and left for the scheduler to
-bind. Failed pods are deleted with a per-node backoff and replaced; a template change rolls
-out with ``maxUnavailable``. Expectations keep a sync from acting on a cache that has not
-yet seen its own creates and deletes.
+bind. Failed pods are deleted with a per-node backoff and replaced. Expectations keep a sync
+from acting on a cache that has not yet seen its own creates and deletes.
 
-Left out: ControllerRevisions (the hash is computed, no history is kept), adoption and
-release of pods by selector, and ``maxSurge`` rolling updates.
+Each template the DaemonSet runs is a ControllerRevision (``daemonset_history``), whose hash
+labels the pods; ``kubectl rollout history|undo`` read and restore them. A template change
+rolls out with ``maxUnavailable``, or with ``maxSurge`` by starting the new pod beside the old
+one (``daemonset_rollout``).
+
+Left out: adoption and release of pods by selector (revisions are adopted and released).
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ import asyncio
 import logging
 from typing import Any
 
+from taintplane.api.selectors import SelectorError, label_selector_from_dict
 from taintplane.client import ApiError, Client, resource
 from taintplane.client.events import EventRecorder
 from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
 from taintplane.clock import Clock
 from taintplane.controllers import daemonset_util as util
+from taintplane.controllers import workloads
+from taintplane.controllers.daemonset_history import DaemonSetHistory
 from taintplane.controllers.daemonset_sync import DaemonSetSync, Expectations
 
 __all__ = ["COMPONENT", "DaemonSetController"]
@@ -84,10 +90,14 @@ class DaemonSetController:
         self.nodes = informers.nodes
         if not self.pods.has_index(OWNER_INDEX):
             self.pods.add_index(OWNER_INDEX, _owner_uid)
+        self.histories = informers.informer("apps", "v1", "controllerrevisions")
+        if not self.histories.has_index(workloads.OWNER_INDEX):
+            self.histories.add_index(workloads.OWNER_INDEX, workloads.owner_index)
         self.recorder = EventRecorder(client, clock, COMPONENT)
         self.expectations = Expectations(clock)
         self.backoff = util.FailedPodsBackoff()
         self.queue = WorkQueue(clock, name="daemonset")
+        self.history = DaemonSetHistory(self)
         self.syncer = DaemonSetSync(self)
         self.daemonsets.add_handlers(
             lambda ds: self._enqueue(ds),
@@ -95,6 +105,9 @@ class DaemonSetController:
             self._daemonset_deleted,
         )
         self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
+        self.histories.add_handlers(
+            self._history_added, self._history_updated, self._history_deleted
+        )
         self.nodes.add_handlers(self._node_added, self._node_updated)
 
     # ---- helpers shared with the sync ------------------------------------------------------
@@ -115,12 +128,12 @@ class DaemonSetController:
         meta = ds["metadata"]
         self.queue.add_after(f"{meta['namespace']}/{meta['name']}", seconds)
 
-    def _resolve(self, pod: dict[str, Any]) -> dict[str, Any] | None:
-        """``resolveControllerRef``: the DaemonSet the pod's controller reference names."""
-        ref = controller_ref(pod)
+    def _resolve(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """``resolveControllerRef``: the DaemonSet a pod's or revision's controller names."""
+        ref = controller_ref(obj)
         if ref is None or ref.get("kind") != "DaemonSet":
             return None
-        ds = self.daemonsets.get(f"{pod['metadata'].get('namespace')}/{ref.get('name')}")
+        ds = self.daemonsets.get(f"{obj['metadata'].get('namespace')}/{ref.get('name')}")
         if ds is None or ds["metadata"].get("uid") != ref.get("uid"):
             return None
         return ds
@@ -164,6 +177,57 @@ class DaemonSetController:
         ds = self._resolve(pod)
         if ds is not None:
             self.expectations.deletion_observed(self.syncer.key(ds))
+            self._enqueue(ds)
+
+    def _selecting(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
+        """``GetHistoryDaemonSets``: the DaemonSets of the object's namespace whose selector
+        takes its labels (candidates to adopt an orphan)."""
+        meta = obj["metadata"]
+        labels = meta.get("labels") or {}
+        found = []
+        for ds in list(self.daemonsets.cache.values()):
+            if ds["metadata"].get("namespace") != meta.get("namespace"):
+                continue
+            try:
+                selector = label_selector_from_dict((ds.get("spec") or {}).get("selector"))
+            except SelectorError:
+                continue
+            if not selector.is_empty() and selector.matches(labels):
+                found.append(ds)
+        return found
+
+    def _history_added(self, history: dict[str, Any]) -> None:
+        if history["metadata"].get("deletionTimestamp"):
+            self._history_deleted(history)
+            return
+        if controller_ref(history) is not None:
+            ds = self._resolve(history)
+            if ds is not None:
+                self._enqueue(ds)
+            return
+        for ds in self._selecting(history):
+            self._enqueue(ds)
+
+    def _history_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
+            return
+        ref_changed = controller_ref(old) != controller_ref(new)
+        if ref_changed and controller_ref(old) is not None:
+            old_ds = self._resolve(old)
+            if old_ds is not None:
+                self._enqueue(old_ds)
+        if controller_ref(new) is not None:
+            ds = self._resolve(new)
+            if ds is not None:
+                self._enqueue(ds)
+            return
+        if ref_changed or old["metadata"].get("labels") != new["metadata"].get("labels"):
+            for ds in self._selecting(new):
+                self._enqueue(ds)
+
+    def _history_deleted(self, history: dict[str, Any]) -> None:
+        ds = self._resolve(history)
+        if ds is not None:
             self._enqueue(ds)
 
     def _node_added(self, node: dict[str, Any]) -> None:

@@ -1,5 +1,6 @@
 """One sync of one DaemonSet (upstream's ``syncDaemonSet``, ``manage``, ``syncNodes``,
-``rollingUpdate`` and ``updateDaemonSetStatus``)."""
+``rollingUpdate`` and ``updateDaemonSetStatus``): the current revision first, then pods
+created and deleted, the rollout advanced, old revisions trimmed and the status written."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from taintplane.client import ApiError, resource
 from taintplane.clock import Clock
+from taintplane.controllers import daemonset_rollout as rollout
 from taintplane.controllers import daemonset_util as util
+from taintplane.controllers.daemonset_history import revision_hash
 
 if TYPE_CHECKING:
     from taintplane.controllers.daemonset import DaemonSetController
@@ -121,7 +124,10 @@ class DaemonSetSync:
         if ds["metadata"].get("deletionTimestamp"):
             return
         nodes = list(c.nodes.cache.values())
-        hash_ = util.revision_hash(ds)
+        # The current revision's hash, not one computed here: after a rollback it is the old
+        # revision's, which the pods of that template still carry.
+        current, old = await c.history.construct(ds)
+        hash_ = revision_hash(current)
         if not c.expectations.satisfied(key):
             await self.update_status(ds, nodes, hash_, observed_generation=False)
             return
@@ -130,6 +136,7 @@ class DaemonSetSync:
             await self.manage(ds, nodes, hash_)
             if c.expectations.satisfied(key) and self._rolling(ds):
                 await self.rolling_update(ds, nodes, hash_)
+            await c.history.cleanup(ds, old)
         except ApiError as failure:
             error = failure
         await self.update_status(ds, nodes, hash_, observed_generation=True)
@@ -156,7 +163,7 @@ class DaemonSetSync:
         create: list[str] = []
         delete: list[str] = []
         for node in nodes:
-            more, fewer = await self._pods_should_be_on_node(node, by_node, ds)
+            more, fewer = await self._pods_should_be_on_node(node, by_node, ds, hash_)
             create += more
             delete += fewer
         # Unbound pods aimed at nodes that are gone: never scheduled, so PodGC cannot see them.
@@ -167,7 +174,11 @@ class DaemonSetSync:
         await self.sync_nodes(ds, delete, create, hash_)
 
     async def _pods_should_be_on_node(
-        self, node: dict[str, Any], by_node: dict[str, list[dict[str, Any]]], ds: dict[str, Any]
+        self,
+        node: dict[str, Any],
+        by_node: dict[str, list[dict[str, Any]]],
+        ds: dict[str, Any],
+        hash_: str,
     ) -> tuple[list[str], list[str]]:
         c = self.c
         name = node["metadata"]["name"]
@@ -210,10 +221,16 @@ class DaemonSetSync:
                 delete.append(pod_name)
             else:
                 running.append(pod)
-        # No surge: every running pod but the oldest goes.
         running.sort(key=_creation_order)
-        delete += [p["metadata"]["name"] for p in running[1:]]
-        return [], delete
+        if not util.allows_surge(ds):
+            # Every running pod but the oldest goes.
+            return [], delete + [p["metadata"]["name"] for p in running[1:]]
+        if not running:
+            # Surging keeps at least one pod that is not being deleted on the node.
+            return ([name] if should_run else []), delete
+        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+        excess = rollout.excess_while_surging(running, hash_, min_ready, c.clock.now())
+        return [], delete + excess
 
     async def sync_nodes(
         self, ds: dict[str, Any], delete: list[str], create: list[str], hash_: str
@@ -297,43 +314,28 @@ class DaemonSetSync:
         self.c.recorder.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {name}")
         return None
 
-    # ---- rolling update (no surge) ----------------------------------------------------------
+    # ---- rolling update -----------------------------------------------------------------------
 
     async def rolling_update(
         self, ds: dict[str, Any], nodes: list[dict[str, Any]], hash_: str
     ) -> None:
         c = self.c
         by_node = self.nodes_to_pods(ds)
-        desired = 0
-        for node in nodes:
-            if c.should_run(node, ds)[0]:
-                desired += 1
-                by_node.setdefault(node["metadata"]["name"], [])
-        rolling = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
-        max_unavailable = util.scaled_value(
-            rolling.get("maxUnavailable", 1), desired, round_up=True
-        )
-        max_unavailable = max_unavailable or 1  # 0 with no surge would never progress
+        wanted = {n["metadata"]["name"] for n in nodes if c.should_run(n, ds)[0]}
+        for name in wanted:
+            by_node.setdefault(name, [])
+        max_surge = util.surge_count(ds, len(wanted))
+        max_unavailable = util.unavailable_count(ds, len(wanted))
+        if wanted and not max_surge and not max_unavailable:
+            max_unavailable = 1  # neither set would never progress: upstream's default
         min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
-        now = c.clock.now()
-        unavailable = 0
-        replace_now: list[str] = []
-        candidates: list[str] = []
-        for pods in by_node.values():
-            live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-            new = [p for p in live if util.is_pod_updated(p, hash_, ds)]
-            old = [p for p in live if not util.is_pod_updated(p, hash_, ds)]
-            if len(new) > 1 or len(old) > 1 or bool(new) == bool(old):
-                unavailable += 1  # manage() creates or prunes here first
-            elif new:
-                if not util.is_pod_available(new[0], min_ready, now):
-                    unavailable += 1
-            elif not util.is_pod_available(old[0], min_ready, now):
-                replace_now.append(old[0]["metadata"]["name"])
-            elif unavailable < max_unavailable:
-                candidates.append(old[0]["metadata"]["name"])
-        room = max(0, min(max_unavailable - unavailable, len(candidates)))
-        await self.sync_nodes(ds, replace_now + candidates[:room], [], hash_)
+        plan = rollout.Plan(ds, by_node, hash_, min_ready, c.clock.now())
+        if not max_surge:
+            await self.sync_nodes(ds, plan.without_surge(max_unavailable), [], hash_)
+            return
+        # A node that is gone should not run a pod (upstream fails the sync on it instead).
+        surge = plan.with_surge(max_surge, len(wanted), wanted.__contains__)
+        await self.sync_nodes(ds, surge.delete, surge.create, hash_)
 
     # ---- status -------------------------------------------------------------------------------
 

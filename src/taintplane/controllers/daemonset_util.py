@@ -1,6 +1,6 @@
 """Pure pieces of the DaemonSet controller, after upstream's ``pkg/controller/daemon/util`` and
 the helpers of ``daemon_controller.go``: which nodes should run a daemon pod, the pod built
-from the template, the revision hash, pod readiness and the failed-pod backoff.
+from the template, surge and unavailability counts, pod readiness and the failed-pod backoff.
 
 Everything works on plain JSON dicts; nothing here talks to the API.
 """
@@ -11,8 +11,6 @@ import copy
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-
-import orjson
 
 from taintplane.api.intstr import scaled_value
 from taintplane.api.nodeaffinity import pod_matches_node_selector_and_affinity
@@ -26,6 +24,7 @@ __all__ = [
     "TEMPLATE_GENERATION_ANNOTATION",
     "TEMPLATE_GENERATION_LABEL",
     "FailedPodsBackoff",
+    "allows_surge",
     "daemon_pod_spec_tolerations",
     "is_pod_available",
     "is_pod_ready",
@@ -33,16 +32,14 @@ __all__ = [
     "node_should_run_daemon_pod",
     "pod_template",
     "replace_node_name_affinity",
-    "revision_hash",
-    "scaled_value",
+    "surge_count",
     "target_node_name",
+    "unavailable_count",
 ]
 
 REVISION_HASH_LABEL = "controller-revision-hash"
 TEMPLATE_GENERATION_LABEL = "pod-template-generation"
 TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
-#: ``rand.SafeEncodeString``'s alphabet: no vowels, no look-alike digits.
-_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def daemon_pod_spec_tolerations(spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -113,28 +110,36 @@ def target_node_name(pod: dict[str, Any]) -> str | None:
     return None
 
 
-def revision_hash(ds: dict[str, Any]) -> str:
-    """The ``controller-revision-hash`` of the current template.
+def _rolling_update(ds: dict[str, Any]) -> dict[str, Any] | None:
+    strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return None
+    rolling = strategy.get("rollingUpdate")
+    return rolling if isinstance(rolling, dict) else None
 
-    Upstream hashes (FNV-32) the ControllerRevision's data, the JSON patch
-    ``{"spec":{"template":{…,"$patch":"replace"}}}`` with sorted keys, plus the collision
-    count, and encodes the decimal with ``SafeEncodeString``. We hash the same document as we
-    store it; Go's serialisation of defaulted empty fields can differ, so the values need not
-    equal a real cluster's.
-    """
-    spec = ds.get("spec") or {}
-    template = {**copy.deepcopy(spec.get("template") or {}), "$patch": "replace"}
-    data = orjson.dumps({"spec": {"template": template}}, option=orjson.OPT_SORT_KEYS)
-    value = 0x811C9DC5
-    for byte in data:  # FNV-1 (multiply, then xor), as Go's fnv.New32
-        value = (value * 0x01000193) & 0xFFFFFFFF
-        value ^= byte
-    collisions = (ds.get("status") or {}).get("collisionCount")
-    if collisions is not None:
-        for byte in str(int(collisions)).encode():
-            value = (value * 0x01000193) & 0xFFFFFFFF
-            value ^= byte
-    return "".join(_SAFE_ALPHABET[b % len(_SAFE_ALPHABET)] for b in str(value).encode())
+
+def surge_count(ds: dict[str, Any], desired: int) -> int:
+    """``SurgeCount``: ``maxSurge`` of the nodes that should run a pod, rounded up; 0 when
+    not rolling or not set."""
+    rolling = _rolling_update(ds)
+    return 0 if rolling is None else scaled_value(rolling.get("maxSurge"), desired, round_up=True)
+
+
+def unavailable_count(ds: dict[str, Any], desired: int) -> int:
+    """``UnavailableCount``: ``maxUnavailable`` of the nodes that should run a pod, rounded
+    up; 0 when not rolling."""
+    rolling = _rolling_update(ds)
+    if rolling is None:
+        return 0
+    return scaled_value(rolling.get("maxUnavailable", 1), desired, round_up=True)
+
+
+def allows_surge(ds: dict[str, Any]) -> bool:
+    """``AllowsSurge``: a node may hold an old and a new pod at once."""
+    try:
+        return surge_count(ds, 1) != 0
+    except ValueError:
+        return False
 
 
 def pod_template(ds: dict[str, Any], hash_: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The garbage collector: dependents follow their owners (``metadata.ownerReferences``).
 
-As upstream's, for the kinds this cluster's controllers own (Pods, ReplicaSets, Leases, owned
-by Deployments, ReplicaSets, DaemonSets and Nodes):
+As upstream's, for the kinds this cluster's controllers own (Pods, ReplicaSets,
+ControllerRevisions, Leases, owned by Deployments, ReplicaSets, DaemonSets and Nodes):
 
 - Background (the default of ``kubectl delete``): the owner is gone at once; a dependent all of
   whose owners are gone — checked with a live GET, by uid, so a new owner of the same name
@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 DEPENDENTS = (
     resource("", "v1", "pods"),
     resource("apps", "v1", "replicasets"),
+    resource("apps", "v1", "controllerrevisions"),
     resource("coordination.k8s.io", "v1", "leases"),
 )
 OWNERS = (
