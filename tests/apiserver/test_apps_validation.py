@@ -129,3 +129,29 @@ spec:
         'The Deployment "mismatch" is invalid: spec.template.metadata.labels: Invalid value: '
         '{"app":"other"}: `selector` does not match template `labels`\n'
     )
+
+
+def test_daemonset_collision_count_cannot_go_down(cluster: Cluster) -> None:
+    with httpx.Client(base_url=cluster.url) as api:
+        created = api.post(f"{BASE}/daemonsets", json=workload("DaemonSet", "collide"))
+        assert created.status_code == 201, created.text
+        status_url = f"{BASE}/daemonsets/collide/status"
+        merge = {"Content-Type": "application/merge-patch+json"}
+        raised = api.patch(status_url, json={"status": {"collisionCount": 2}}, headers=merge)
+        assert raised.status_code == 200, raised.text
+        lowered = api.patch(status_url, json={"status": {"collisionCount": 1}}, headers=merge)
+        removed = api.patch(status_url, json={"status": {"collisionCount": None}}, headers=merge)
+        negative = api.patch(status_url, json={"status": {"numberReady": -1}}, headers=merge)
+    assert lowered.status_code == 422, lowered.text
+    assert lowered.json()["message"] == (
+        'DaemonSet.apps "collide" is invalid: status.collisionCount: Invalid value: 1: cannot '
+        "be decremented"
+    )
+    assert removed.json()["message"] == (
+        'DaemonSet.apps "collide" is invalid: status.collisionCount: Invalid value: 0: cannot '
+        "be decremented"
+    )
+    assert negative.json()["message"] == (
+        'DaemonSet.apps "collide" is invalid: status.numberReady: Invalid value: -1: must be '
+        "greater than or equal to 0"
+    )

@@ -15,6 +15,7 @@ from taintplane.apiserver.strategies.apps_validation import (
     validate_controller_revision,
     validate_controller_revision_update,
     validate_daemonset_spec,
+    validate_daemonset_status_update,
     validate_deployment_spec,
     validate_replicaset_spec,
 )
@@ -143,6 +144,13 @@ class DaemonSetStrategy(_AppsStrategy):
                     rolling.setdefault("maxUnavailable", 1)
                     rolling.setdefault("maxSurge", 0)
         spec.setdefault("revisionHistoryLimit", DEFAULT_REVISION_HISTORY_LIMIT)
+
+    def validate_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        status, old_status = new.get("status"), old.get("status")
+        return super().validate_status_update(new, old) + validate_daemonset_status_update(
+            status if isinstance(status, dict) else {},
+            old_status if isinstance(old_status, dict) else {},
+        )
 
 
 class ControllerRevisionStrategy(Strategy):

@@ -20,6 +20,7 @@ __all__ = [
     "validate_controller_revision",
     "validate_controller_revision_update",
     "validate_daemonset_spec",
+    "validate_daemonset_status_update",
     "validate_deployment_spec",
     "validate_replicaset_spec",
 ]
@@ -226,6 +227,37 @@ def validate_daemonset_spec(
     elif kind != "OnDelete":
         errors.append(FieldError.not_supported(at, strategy, ["RollingUpdate", "OnDelete"]))
     errors += _nonnegative(spec, "revisionHistoryLimit", path)
+    return errors
+
+
+DAEMONSET_STATUS_COUNTS = (
+    "currentNumberScheduled",
+    "numberMisscheduled",
+    "desiredNumberScheduled",
+    "numberReady",
+    "observedGeneration",
+    "updatedNumberScheduled",
+    "numberAvailable",
+    "numberUnavailable",
+    "collisionCount",
+)
+
+
+def validate_daemonset_status_update(
+    status: dict[str, Any], old_status: dict[str, Any]
+) -> list[FieldError]:
+    """``ValidateDaemonSetStatusUpdate``: no count is negative, and ``collisionCount`` (which
+    names the next ControllerRevision) never goes down."""
+    path = Path.root("status")
+    errors: list[FieldError] = []
+    for key in DAEMONSET_STATUS_COUNTS:
+        errors += _nonnegative(status, key, path)
+    new, old = status.get("collisionCount"), old_status.get("collisionCount")
+    if isinstance(old, int) and (not isinstance(new, int) or new < old):
+        shown = new if isinstance(new, int) else 0
+        errors.append(
+            FieldError.invalid(path.child("collisionCount"), shown, "cannot be decremented")
+        )
     return errors
 
 
