@@ -155,3 +155,34 @@ def test_daemonset_collision_count_cannot_go_down(cluster: Cluster) -> None:
         'DaemonSet.apps "collide" is invalid: status.numberReady: Invalid value: -1: must be '
         "greater than or equal to 0"
     )
+
+
+@pytest.mark.parametrize(
+    ("rolling", "message"),
+    [
+        pytest.param(
+            {"maxSurge": 0, "maxUnavailable": 0},
+            "spec.updateStrategy.rollingUpdate.maxUnavailable: Required value: cannot be 0 "
+            "when maxSurge is 0",
+            id="neither",
+        ),
+        pytest.param(
+            {"maxSurge": 1, "maxUnavailable": "10%"},
+            "spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: 1: may not be set when "
+            "maxUnavailable is non-zero",
+            id="both",
+        ),
+        pytest.param(
+            {"maxSurge": "150%", "maxUnavailable": 0},
+            'spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: "150%": must not be '
+            "greater than 100%",
+            id="over-100",
+        ),
+    ],
+)
+def test_daemonset_surges_or_leaves_nodes_short_never_both_nor_neither(
+    cluster: Cluster, rolling: dict[str, Any], message: str
+) -> None:
+    strategy = {"type": "RollingUpdate", "rollingUpdate": rolling}
+    obj = workload("DaemonSet", "x", updateStrategy=strategy)
+    assert refused(cluster, "daemonsets", obj) == f'DaemonSet.apps "x" is invalid: {message}'
