@@ -193,3 +193,34 @@ def test_a_name_taken_by_other_data_bumps_the_collision_count(tmp_path: Path) ->
         assert await pod_hashes(sim) == {"n1": renamed}
 
     run(tmp_path, scenario)
+
+
+def test_an_orphan_with_the_current_data_is_adopted_and_kept_as_the_only_current_one(
+    tmp_path: Path,
+) -> None:
+    async def scenario(sim: Sim) -> None:
+        await add_node(sim, make_node("n1"))
+        created = await create_ds(sim, make_ds(terminationGracePeriodSeconds=0))
+        await sim.advance(1)
+        [first] = await revisions(sim)
+        pod = (await placement(sim))["n1"]
+        # Written by someone else, unlabelled, with the same data and a higher number.
+        orphan = {
+            "apiVersion": "apps/v1",
+            "kind": "ControllerRevision",
+            "metadata": {"name": "agent-copy", "labels": {"app": "agent"}},
+            "data": first["data"],
+            "revision": 5,
+        }
+        await sim.client.create(REVISIONS, orphan, namespace="default")
+        await sim.advance(0)
+        [kept] = await revisions(sim)
+        assert kept["metadata"]["name"] == "agent-copy"
+        assert kept["revision"] == 5
+        # Its name stands in for the hash it lacked; the pods take that hash and stay.
+        assert kept["metadata"]["labels"] == {"app": "agent", HASH: "agent-copy"}
+        assert kept["metadata"]["ownerReferences"][0]["uid"] == created["metadata"]["uid"]
+        assert await pod_hashes(sim) == {"n1": "agent-copy"}
+        assert await placement(sim) == {"n1": pod}
+
+    run(tmp_path, scenario)
