@@ -15,6 +15,7 @@ from tests.controllers.test_garbage_collector import replicaset
 
 PDBS = resource("policy", "v1", "poddisruptionbudgets")
 REPLICASETS = resource("apps", "v1", "replicasets")
+DAEMONSETS = resource("apps", "v1", "daemonsets")
 
 
 def budget(name: str, **rule: object) -> dict[str, object]:
@@ -155,4 +156,139 @@ def test_an_eviction_uses_the_budget_and_the_replacement_restores_it(tmp_path: P
             "node-lifecycle-controller",
         ),
         nodes=[NodeShape("node-1"), NodeShape("node-2")],
+    )
+
+
+def bare_pod(name: str) -> dict[str, object]:
+    return {
+        "metadata": {"name": name, "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }
+
+
+CONTROLLERS = ("replicaset-controller", "disruption-controller", "node-lifecycle-controller")
+COMPONENTS = ("scheduler", "controller-manager", "agents")
+
+
+def test_unmanaged_pods_are_reported_not_failed(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        for name in ("bare-1", "bare-2"):
+            await sim.client.create(PODS, bare_pod(name), namespace="default")
+        await sim.client.create(PDBS, budget("max", maxUnavailable=1), namespace="default")
+        await sim.advance(1)
+        status = (await sim.client.get(PDBS, "max", "default"))["status"]
+        assert {k: v for k, v in status.items() if k != "conditions"} == {
+            "observedGeneration": 1,
+            "disruptionsAllowed": 0,
+            "currentHealthy": 2,
+            "desiredHealthy": 0,
+            "expectedPods": 0,
+        }
+        assert status["conditions"][0]["reason"] == "InsufficientPods"
+        [event] = await sim.events("UnmanagedPods")
+        assert event["type"] == "Warning"
+        assert event["involvedObject"]["kind"] == "PodDisruptionBudget"
+        assert event["message"] == (
+            "Pods selected by this PodDisruptionBudget (selector: &LabelSelector{MatchLabels:"
+            "map[string]string{app: web,},MatchExpressions:[]LabelSelectorRequirement{},}) were "
+            "found to be unmanaged. As a result, the status of the PDB cannot be calculated "
+            "correctly, which may result in undefined behavior. To account for these pods "
+            'please set ".spec.minAvailable" field of the PDB to an integer value.'
+        )
+
+    simulate(
+        tmp_path,
+        scenario,
+        components=COMPONENTS,
+        controllers=CONTROLLERS,
+        nodes=[NodeShape("node-1")],
+    )
+
+
+def test_a_budget_over_daemon_pods_fails_safe(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        daemon = {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "web"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "c", "image": "agent"}]},
+                },
+            },
+        }
+        await sim.client.create(DAEMONSETS, daemon, namespace="default")
+        await sim.advance(1)
+        await sim.client.create(PDBS, budget("max", maxUnavailable=1), namespace="default")
+        await sim.advance(1)
+        status = (await sim.client.get(PDBS, "max", "default"))["status"]
+        # Failing safe leaves the rest of the status as it was: never observed.
+        assert status["disruptionsAllowed"] == 0
+        assert "observedGeneration" not in status
+        [condition] = status["conditions"]
+        assert (condition["type"], condition["status"], condition["reason"]) == (
+            "DisruptionAllowed",
+            "False",
+            "SyncFailed",
+        )
+        assert condition["message"] == "daemonsets.apps does not implement the scale subresource"
+        [event] = await sim.events("CalculateExpectedPodCountFailed")
+        assert event["message"] == (
+            "Failed to calculate the number of expected pods: daemonsets.apps does not "
+            "implement the scale subresource"
+        )
+
+    simulate(
+        tmp_path,
+        scenario,
+        components=COMPONENTS,
+        controllers=(*CONTROLLERS, "daemonset-controller"),
+        nodes=[NodeShape("node-1")],
+    )
+
+
+def test_a_stale_disruption_target_is_reset_after_two_minutes(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        await sim.client.create(PODS, bare_pod("kept"), namespace="default")
+        await sim.advance(1)
+        marked_at = sim.clock.monotonic()
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "EvictionByEvictionAPI",
+            "message": "Eviction API: evicting",
+            "lastTransitionTime": format_time(sim.clock.now()),
+        }
+        await sim.client.patch(
+            PODS,
+            "kept",
+            {"status": {"conditions": [condition]}},
+            namespace="default",
+            patch_type="strategic",
+            subresource="status",
+        )
+
+        async def target() -> dict[str, object]:
+            pod = await sim.client.get(PODS, "kept", "default")
+            [found] = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+            return dict(found)
+
+        await sim.advance_to(marked_at + 119)
+        assert (await target())["status"] == "True"
+        await sim.advance_to(marked_at + 120)
+        reset = await target()
+        assert reset == {
+            "type": "DisruptionTarget",
+            "status": "False",
+            "lastTransitionTime": format_time(sim.clock.now()),
+        }
+
+    simulate(
+        tmp_path,
+        scenario,
+        components=COMPONENTS,
+        controllers=CONTROLLERS,
+        nodes=[NodeShape("node-1")],
     )

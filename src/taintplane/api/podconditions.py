@@ -21,24 +21,23 @@ def is_pod_ready(pod: dict[str, Any]) -> bool:
 
 
 def update_pod_condition(pod: dict[str, Any], condition: dict[str, Any], now: str) -> bool:
-    """Set ``condition`` on the pod's status as upstream's UpdatePodCondition does: a new
-    condition, or one whose status changes, gets ``lastTransitionTime`` now; an unchanged
-    status keeps its transition time. Whether anything changed."""
+    """Set ``condition`` on the pod's status as upstream's UpdatePodCondition does: it
+    replaces the condition of its type; ``lastTransitionTime`` is now for a new condition or a
+    changed status and kept for an unchanged one. Whether anything changed."""
     status = pod.setdefault("status", {})
     conditions = status.setdefault("conditions", [])
-    wanted = dict(condition)
+    wanted = {k: v for k, v in condition.items() if k != "lastTransitionTime"}
     for index, existing in enumerate(conditions):
         if not isinstance(existing, dict) or existing.get("type") != wanted["type"]:
             continue
-        if existing.get("status") == wanted.get("status"):
-            wanted["lastTransitionTime"] = existing.get("lastTransitionTime") or now
-        else:
-            wanted.setdefault("lastTransitionTime", now)
-        merged = {**existing, **wanted}
-        if merged == existing:
+        same_status = existing.get("status") == wanted.get("status")
+        wanted["lastTransitionTime"] = (
+            existing.get("lastTransitionTime") or now if same_status else now
+        )
+        if wanted == existing:
             return False
-        conditions[index] = merged
+        conditions[index] = wanted
         return True
-    wanted.setdefault("lastTransitionTime", now)
+    wanted["lastTransitionTime"] = now
     conditions.append(wanted)
     return True

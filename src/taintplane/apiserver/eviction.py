@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from taintplane.api.conditions import set_status_condition
 from taintplane.api.decoding import format_time
 from taintplane.api.podconditions import is_pod_ready, update_pod_condition
 from taintplane.api.selectors import SelectorError, label_selector_from_dict
@@ -205,26 +206,17 @@ async def _check_and_decrement(
 
 def _set_condition(status: dict[str, Any], now: str) -> None:
     """UpdateDisruptionAllowedCondition once no disruption is left."""
-    wanted = {
-        "type": "DisruptionAllowed",
-        "status": "False",
-        "observedGeneration": int(status.get("observedGeneration") or 0),
-        "reason": "InsufficientPods",
-        "message": "",
-    }
-    conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
-    for index, existing in enumerate(conditions):
-        if existing.get("type") == "DisruptionAllowed":
-            changed = existing.get("status") != "False"
-            conditions[index] = {
-                **existing,
-                **wanted,
-                "lastTransitionTime": now if changed else existing.get("lastTransitionTime", now),
-            }
-            break
-    else:
-        conditions.append({**wanted, "lastTransitionTime": now})
-    status["conditions"] = conditions
+    status["conditions"] = set_status_condition(
+        status.get("conditions") or [],
+        {
+            "type": "DisruptionAllowed",
+            "status": "False",
+            "observedGeneration": int(status.get("observedGeneration") or 0),
+            "reason": "InsufficientPods",
+            "message": "",
+        },
+        now,
+    )
 
 
 async def _condition_and_delete(

@@ -1,40 +1,52 @@
-"""The disruption controller: keeps each PodDisruptionBudget's status current.
+"""The disruption controller: keeps each PodDisruptionBudget's status current, as upstream's.
 
-``currentHealthy`` counts matching pods that are Ready and not being deleted;
-``expectedPods`` is the number of matching pods, or — for ``maxUnavailable`` and percentage
-``minAvailable``, as upstream — the replicas their controllers (ReplicaSets, Deployments)
-ask for; ``desiredHealthy`` follows from the budget (percentages: minAvailable rounds up,
-maxUnavailable rounds up what may be unavailable); ``disruptionsAllowed`` is what is left, and
-the ``DisruptionAllowed`` condition says so (``SufficientPods`` / ``InsufficientPods``). This
-is what ``kubectl get pdb`` shows and what the eviction subresource checks and decrements.
+``currentHealthy`` counts matching pods that are Ready, not being deleted and not just evicted;
+``expectedPods`` and ``desiredHealthy`` follow from the budget (disruption_scale.py: the
+matching pods for a numeric ``minAvailable``, the pods' controllers' scale for
+``maxUnavailable`` and percentages, unmanaged pods left out with an ``UnmanagedPods`` warning);
+``disruptionsAllowed`` is what is left (0 while nothing is expected), and the
+``DisruptionAllowed`` condition says so (``SufficientPods`` / ``InsufficientPods``). When the
+expected count cannot be computed (a controller without a scale, or gone) the budget fails
+safe: nothing allowed, ``SyncFailed`` with the reason, the rest of the status untouched. This is
+what ``kubectl get pdb`` shows and what the eviction subresource checks and decrements.
 
 Pods the eviction subresource recorded in ``disruptedPods`` are not counted as healthy for two
 minutes (upstream's DeletionTimeout) unless they are being deleted; an entry whose pod is still
 there after that is dropped with a ``NotDeleted`` warning on the pod, and the budget is looked
-at again exactly when the earliest entry expires.
+at again exactly when the earliest entry expires. A ``DisruptionTarget`` condition on a pod
+that has not started going two minutes after it was set is reset to False (upstream's stale
+pod disruption cleanup; the kubelet's own ``TerminationByKubelet`` marks excepted).
 """
 
 from __future__ import annotations
 
+import asyncio
+import copy
 from datetime import datetime, timedelta
 from typing import Any
 
+from taintplane.api.conditions import set_status_condition
 from taintplane.api.decoding import format_time, parse_timestamp
-from taintplane.api.intstr import scaled_value
+from taintplane.api.podconditions import find_condition, update_pod_condition
 from taintplane.api.selectors import SelectorError, label_selector_from_dict
 from taintplane.client import ApiError, Client, object_key, resource
 from taintplane.client.events import EventRecorder
 from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
 from taintplane.clock import Clock
+from taintplane.controllers.disruption_scale import SyncError, expected_pods, selector_string
 from taintplane.controllers.workloads import is_pod_ready
 
 __all__ = ["DisruptionController"]
 
 PDBS = resource("policy", "v1", "poddisruptionbudgets")
 REPLICASETS = resource("apps", "v1", "replicasets")
+DEPLOYMENTS = resource("apps", "v1", "deployments")
+PODS = resource("", "v1", "pods")
 #: How long an eviction's pod may take to start going before it counts again (upstream's).
 DELETION_TIMEOUT = timedelta(minutes=2)
+#: How long a DisruptionTarget condition may stand on a pod that does not go (upstream's).
+STALE_POD_DISRUPTION_TIMEOUT = timedelta(minutes=2)
 
 
 def _healthy(pod: dict[str, Any], disrupted: dict[str, str]) -> bool:
@@ -54,11 +66,14 @@ class DisruptionController:
         self.pdbs = informers.of(PDBS)
         self.pods = informers.pods
         self.replicasets = informers.of(REPLICASETS)
+        self.deployments = informers.of(DEPLOYMENTS)
+        self._said: dict[tuple[str, str], str] = {}
         self.queue = WorkQueue(clock, name="disruption")
         self.recorder = EventRecorder(client, clock, "controllermanager")
         self.pdbs.add_handlers(self._enqueue, lambda old, new: self._enqueue(new))
+        self.stale = WorkQueue(clock, name="stale-pod-disruption")
         self.pods.add_handlers(
-            self._pod_changed, lambda old, new: self._pod_changed(new), self._pod_changed
+            self._pod_seen, lambda old, new: self._pod_seen(new), self._pod_changed
         )
 
     def _enqueue(self, pdb: dict[str, Any]) -> None:
@@ -78,26 +93,71 @@ class DisruptionController:
                 self._enqueue(pdb)
 
     async def run(self) -> None:
-        await self.queue.run(self._sync)
+        await asyncio.gather(self.queue.run(self._sync), self.stale.run(self._sync_stale))
 
-    def _expected_from_controllers(self, pods: list[dict[str, Any]]) -> int | None:
-        """Replicas the pods' controllers want (None: a pod without a known controller)."""
-        total, seen = 0, set()
-        for pod in pods:
-            ref = next(
-                (r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")),
-                None,
-            )
-            if ref is None or ref.get("kind") != "ReplicaSet":
-                return None
-            if ref.get("uid") in seen:
-                continue
-            seen.add(ref.get("uid"))
-            owner = self.replicasets.get(f"{pod['metadata']['namespace']}/{ref.get('name')}")
-            if owner is None:
-                return None
-            total += int((owner.get("spec") or {}).get("replicas", 1))
-        return total
+    # ---- stale DisruptionTarget conditions ---------------------------------------------------
+
+    def _pod_seen(self, pod: dict[str, Any]) -> None:
+        self._pod_changed(pod)
+        wait = self._stale_after(pod)
+        if wait is not None:
+            self.stale.add_after(object_key(pod), wait)
+
+    def _stale_after(self, pod: dict[str, Any]) -> float | None:
+        """Upstream's nonTerminatingPodHasStaleDisruptionCondition: a pod marked as a
+        disruption target that is not going (nor finished) two minutes later is not one; the
+        seconds until then, or None. The kubelet's own marks never go stale."""
+        if pod["metadata"].get("deletionTimestamp"):
+            return None
+        condition = find_condition(pod, "DisruptionTarget")
+        if (
+            condition is None
+            or condition.get("status") != "True"
+            or condition.get("reason") == "TerminationByKubelet"
+            or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        ):
+            return None
+        since = parse_timestamp(condition.get("lastTransitionTime")) or self.clock.now()
+        waited = (self.clock.now() - since).total_seconds()
+        return max(0.0, STALE_POD_DISRUPTION_TIMEOUT.total_seconds() - waited)
+
+    async def _sync_stale(self, key: str) -> None:
+        pod = self.pods.get(key)
+        if pod is None:
+            return
+        wait = self._stale_after(pod)
+        if wait is None:
+            return
+        if wait > 0:
+            self.stale.add_after(key, wait)
+            return
+        reset = copy.deepcopy(pod)
+        if not update_pod_condition(
+            reset,
+            {"type": "DisruptionTarget", "status": "False"},
+            format_time(self.clock.now()),
+        ):
+            return
+        try:
+            await self.client.update(PODS, reset, subresource="status")
+        except ApiError as error:
+            if error.code == 409:
+                self.stale.add_after(key, 0.01)
+            elif error.code != 404:
+                raise
+
+    def _lookup(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        informer = {"replicasets": self.replicasets, "deployments": self.deployments}.get(plural)
+        return None if informer is None else informer.get(f"{namespace}/{name}")
+
+    def _event_once(self, pdb: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        """A budget's event, recorded again only when its message changes (upstream records
+        it on every sync and client-go's correlator folds the repeats into a count)."""
+        key = (pdb["metadata"].get("uid", ""), reason)
+        if self._said.get(key) == message:
+            return
+        self._said[key] = message
+        self.recorder.event(pdb, type_, reason, message)
 
     async def _sync(self, key: str) -> None:
         pdb = self.pdbs.get(key)
@@ -116,68 +176,86 @@ class DisruptionController:
             and spec.get("selector") is not None
             and selector.matches(p["metadata"].get("labels") or {})
         ]
-        now_instant = self.clock.now()
-        disrupted, recheck = self._disrupted_pods(pdb, pods, now_instant)
+        if not pods:
+            self._event_once(pdb, "Normal", "NoPods", "No matching pods found")
+        try:
+            expected = expected_pods(pdb, pods, self._lookup)
+        except SyncError as error:
+            self._event_once(
+                pdb,
+                "Warning",
+                "CalculateExpectedPodCountFailed",
+                f"Failed to calculate the number of expected pods: {error}",
+            )
+            now_text = format_time(self.clock.now())
+            await self._write(key, pdb, self._fail_safe(pdb, str(error), now_text))
+            return
+        if expected.unmanaged:
+            self._event_once(
+                pdb,
+                "Warning",
+                "UnmanagedPods",
+                "Pods selected by this PodDisruptionBudget (selector: "
+                f"{selector_string(spec.get('selector'))}) were found to be unmanaged. As a "
+                "result, the status of the PDB cannot be calculated correctly, which may result "
+                'in undefined behavior. To account for these pods please set ".spec.minAvailable" '
+                "field of the PDB to an integer value.",
+            )
+        now = self.clock.now()
+        disrupted, recheck = self._disrupted_pods(pdb, pods, now)
         healthy = sum(1 for p in pods if _healthy(p, disrupted))
-        expected: int | None = len(pods)
-        if "maxUnavailable" in spec:
-            expected = self._expected_from_controllers(pods)
-            desired = (
-                None
-                if expected is None
-                else max(
-                    0, expected - scaled_value(spec["maxUnavailable"], expected, round_up=True)
-                )
-            )
-        elif isinstance(spec.get("minAvailable"), str):
-            expected = self._expected_from_controllers(pods)
-            desired = (
-                None
-                if expected is None
-                else scaled_value(spec["minAvailable"], expected, round_up=True)
-            )
-        else:
-            desired = int(spec.get("minAvailable", 0) or 0) if "minAvailable" in spec else len(pods)
-        allowed = 0 if desired is None else max(0, healthy - desired)
-        now = format_time(now_instant)
-        previous = next(
-            (
-                c
-                for c in (pdb.get("status") or {}).get("conditions") or []
-                if c.get("type") == "DisruptionAllowed"
-            ),
-            None,
-        )
-        status_value = "True" if allowed > 0 else "False"
-        condition = {
-            "type": "DisruptionAllowed",
-            "status": status_value,
-            "observedGeneration": pdb["metadata"].get("generation", 1),
-            "lastTransitionTime": (
-                previous["lastTransitionTime"]
-                if previous and previous.get("status") == status_value
-                else now
-            ),
-            "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
-            "message": "",
-        }
+        allowed = healthy - expected.desired
+        if expected.count <= 0 or allowed <= 0:
+            allowed = 0  # a budget whose pods are not counted yet is safe
         status = {
             "observedGeneration": pdb["metadata"].get("generation", 1),
             "disruptionsAllowed": allowed,
             "currentHealthy": healthy,
-            "desiredHealthy": desired or 0,
-            "expectedPods": expected or 0,
-            "conditions": [condition],
+            "desiredHealthy": expected.desired,
+            "expectedPods": expected.count,
         }
         if disrupted:
             status["disruptedPods"] = disrupted
+        # UpdateDisruptionAllowedCondition.
+        status["conditions"] = set_status_condition(
+            (pdb.get("status") or {}).get("conditions") or [],
+            {
+                "type": "DisruptionAllowed",
+                "status": "True" if allowed > 0 else "False",
+                "observedGeneration": status["observedGeneration"],
+                "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
+                "message": "",
+            },
+            format_time(now),
+        )
         if recheck is not None:
-            self.queue.add_after(key, max(0.0, (recheck - now_instant).total_seconds()))
+            self.queue.add_after(key, max(0.0, (recheck - now).total_seconds()))
+        await self._write(key, pdb, status)
+
+    @staticmethod
+    def _fail_safe(pdb: dict[str, Any], message: str, now: str) -> dict[str, Any]:
+        """Upstream's failSafe: nothing allowed, the reason in the condition; the rest of the
+        status (observedGeneration included) as it was."""
+        status = dict(pdb.get("status") or {})
+        status["disruptionsAllowed"] = 0
+        status["conditions"] = set_status_condition(
+            status.get("conditions") or [],
+            {
+                "type": "DisruptionAllowed",
+                "status": "False",
+                "observedGeneration": int(status.get("observedGeneration") or 0),
+                "reason": "SyncFailed",
+                "message": message,
+            },
+            now,
+        )
+        return status
+
+    async def _write(self, key: str, pdb: dict[str, Any], status: dict[str, Any]) -> None:
         if (pdb.get("status") or {}) == status:
             return
-        body = {**pdb, "status": status}
         try:
-            await self.client.update(PDBS, body, subresource="status")
+            await self.client.update(PDBS, {**pdb, "status": status}, subresource="status")
         except ApiError as error:
             if error.code == 409:
                 self.queue.add_after(key, 0.01)
