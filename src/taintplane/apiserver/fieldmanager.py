@@ -216,11 +216,25 @@ def _under(path: FieldPath, prefixes: set[FieldPath]) -> bool:
     return any(path[:depth] in prefixes for depth in range(1, len(path) + 1))
 
 
+def _reaches(tree: Any, path: FieldPath) -> bool:
+    """Does the FieldsV1 ``tree`` own ``path`` or anything inside it?"""
+    for part in path:
+        if not isinstance(tree, Mapping) or part not in tree:
+            return False
+        tree = tree[part]
+    return True
+
+
 def _disown(
     entries: list[dict[str, Any]], paths: set[FieldPath], keep: tuple[str, str, str]
 ) -> None:
     for entry in entries:
         if (entry.get("manager"), entry.get("operation"), entry.get("subresource", "")) == keep:
+            continue
+        tree = entry.get("fieldsV1")
+        if not any(_reaches(tree, path) for path in paths):
+            # Nothing this entry owns is touched (the usual case: a write changes a few fields
+            # other managers do not own), so its tree is not parsed into paths at all.
             continue
         owned = _owned(entry)
         remaining = {p for p in owned if not _under(p, paths)}
