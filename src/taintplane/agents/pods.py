@@ -3,10 +3,15 @@
 A pod bound to a simulated, running node is admitted — refused, as upstream's kubelet does,
 when it does not tolerate one of the node's NoExecute taints (static pods are exempt) — and
 then runs: phase Running with upstream's conditions and a running container status for each
-container. A pod being deleted stops after its grace period or after its simulated shutdown
-time (annotation ``sim.taintplane.io/shutdown-seconds``, default 0: containers exit at once on
-SIGTERM), whichever is sooner, and is then removed (deleted with grace period 0, as the
-kubelet's status manager does).
+container. A pod being deleted is stopped as upstream's kubelet stops it: a ``Killing`` event
+("Stopping container NAME") for each running container, then the containers exit after the
+pod's simulated shutdown time (annotation ``sim.taintplane.io/shutdown-seconds``, default 0:
+they exit at once on SIGTERM, code 0) or are killed when the grace period runs out first (code
+137), and the pod reports a terminal phase (Succeeded when every container exited 0, Failed
+otherwise; static pods excepted, as upstream) with terminated container states and Ready /
+ContainersReady False (``PodCompleted`` / ``PodFailed``). It is then removed: deleted with grace
+period 0 and its uid as precondition, as the kubelet's status manager does — a finalizer keeps
+it, in its terminal phase.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from taintplane.api.decoding import format_time
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.tolerations import Toleration, find_untolerated_taint
 from taintplane.client import ApiError, resource
+from taintplane.client.events import object_reference
 from taintplane.client.informer import object_key
 from taintplane.client.workqueue import WorkQueue
 
@@ -35,6 +41,10 @@ log = logging.getLogger(__name__)
 PODS = resource("", "v1", "pods")
 SHUTDOWN_ANNOTATION = "sim.taintplane.io/shutdown-seconds"
 CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
+
+#: Exit code of a container still running when its grace period ends (SIGKILL).
+KILLED_EXIT_CODE = 137
+KILLING_REASON = "Killing"
 
 TAINT_REASON = "TaintToleration"
 TAINT_MESSAGE = "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
@@ -103,6 +113,61 @@ def running_status(pod: dict[str, Any], host_ip: str, now: datetime) -> dict[str
         "startTime": stamp,
         "containerStatuses": containers,
     }
+
+
+def running_containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        c
+        for c in (pod.get("status") or {}).get("containerStatuses") or []
+        if isinstance(c, dict) and "running" in (c.get("state") or {})
+    ]
+
+
+def terminated_status(pod: dict[str, Any], exit_code: int, now: datetime) -> dict[str, Any]:
+    """The status patch a kubelet sends once a deleted pod's containers have stopped: the
+    terminal phase, terminated container states and the conditions of a finished pod."""
+    stamp = format_time(now)
+    statuses = []
+    for container in running_containers(pod):
+        running = container["state"]["running"]
+        terminated = {
+            "exitCode": exit_code,
+            "reason": "Completed" if exit_code == 0 else "Error",
+            "startedAt": running.get("startedAt"),
+            "finishedAt": stamp,
+            "containerID": container.get("containerID"),
+        }
+        statuses.append(
+            {
+                "name": container.get("name"),
+                "state": {"running": None, "terminated": terminated},
+                "ready": False,
+                "started": False,
+            }
+        )
+    phase = "Succeeded" if exit_code == 0 else "Failed"
+    finished = "PodCompleted" if exit_code == 0 else "PodFailed"
+    conditions: list[dict[str, Any]] = [
+        {"type": "PodReadyToStartContainers", "status": "False"},
+        {"type": "Initialized", "status": "True"},
+        {"type": "Ready", "status": "False", "reason": finished},
+        {"type": "ContainersReady", "status": "False", "reason": finished},
+    ]
+    if exit_code == 0:
+        conditions[1]["reason"] = "PodCompleted"
+    current = {
+        c.get("type"): c
+        for c in (pod.get("status") or {}).get("conditions") or []
+        if isinstance(c, dict)
+    }
+    for condition in conditions:
+        before = current.get(condition["type"]) or {}
+        changed = before.get("status") != condition["status"]
+        condition["lastProbeTime"] = None
+        condition["lastTransitionTime"] = (
+            stamp if changed or not before else before.get("lastTransitionTime")
+        )
+    return {"phase": phase, "conditions": conditions, "containerStatuses": statuses}
 
 
 class PodRuntime:
@@ -196,19 +261,40 @@ class PodRuntime:
         except ValueError:
             shutdown = 0.0
         delay = max(0.0, min(grace, shutdown))
+        exit_code = 0 if shutdown <= grace else KILLED_EXIT_CODE
+        recorder = self.kubelets.recorders[pod["spec"]["nodeName"]]
+        for container in running_containers(pod):
+            name = container.get("name")
+            reference = {**object_reference(pod), "fieldPath": f"spec.containers{{{name}}}"}
+            recorder.event(
+                pod, "Normal", KILLING_REASON, f"Stopping container {name}", reference=reference
+            )
         self.stopping[key] = self.kubelets.clock.now() + timedelta(seconds=delay)
-        task = asyncio.create_task(self._stop_after(key, meta["namespace"], meta["name"], delay))
+        task = asyncio.create_task(self._stop_after(key, pod, delay, exit_code))
         self._timers.add(task)
         task.add_done_callback(self._timers.discard)
 
-    async def _stop_after(self, key: str, namespace: str, name: str, delay: float) -> None:
+    async def _stop_after(
+        self, key: str, deleted: dict[str, Any], delay: float, exit_code: int
+    ) -> None:
         await self.kubelets.clock.sleep(delay)
+        namespace, name = deleted["metadata"]["namespace"], deleted["metadata"]["name"]
+        uid = deleted["metadata"].get("uid")
         pod = self.informer.get(key)
-        if pod is None or not self._ours(pod):
+        if pod is None or not self._ours(pod) or pod["metadata"].get("uid") != uid:
             self.stopping.pop(key, None)
             return  # gone already, or the node went silent: it stays Terminating
         try:
-            await self.kubelets.client.delete(PODS, name, namespace, grace_period=0)
+            if running_containers(pod) and not is_static(pod):
+                await self.kubelets.client.patch(
+                    PODS,
+                    name,
+                    {"status": terminated_status(pod, exit_code, self.kubelets.clock.now())},
+                    namespace=namespace,
+                    patch_type="strategic",
+                    subresource="status",
+                )
+            await self.kubelets.client.delete(PODS, name, namespace, grace_period=0, uid=uid)
         except ApiError as error:
             if error.code != 404:
                 log.info("kubelet: removing %s failed: %s", key, error)

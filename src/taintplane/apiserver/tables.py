@@ -136,19 +136,47 @@ def _pod_ready(obj: Obj, _: datetime) -> object:
 
 
 def _pod_status(obj: Obj, _: datetime) -> object:
+    """kubectl's STATUS column (upstream's printPod, for regular containers): the pod's reason
+    or phase, overridden by the first container (from the last) that waits or terminated with
+    a reason (else its signal or exit code); Terminating while being deleted unless the phase
+    is already terminal; Unknown for a deleted pod on a lost node."""
     status = _get(obj, "status", default={}) or {}
-    reason = status.get("reason") or status.get("phase") or ""
-    for state in status.get("containerStatuses") or []:
-        waiting = _get(state, "state", "waiting", "reason")
-        terminated = _get(state, "state", "terminated", "reason")
-        if waiting:
-            reason = waiting
-        elif terminated:
-            reason = terminated
-    if (obj.get("metadata") or {}).get("deletionTimestamp") and reason != "NodeLost":
-        reason = "Terminating"
-    if not reason and _get(obj, "spec", "schedulingGates"):
+    phase = status.get("phase") or ""
+    reason = status.get("reason") or phase
+    gated = any(
+        isinstance(c, Mapping)
+        and c.get("type") == "PodScheduled"
+        and c.get("reason") == "SchedulingGated"
+        for c in status.get("conditions") or []
+    )
+    if gated or (not reason and _get(obj, "spec", "schedulingGates")):
         reason = "SchedulingGated"
+    has_running = False
+    for state in reversed(status.get("containerStatuses") or []):
+        if not isinstance(state, Mapping):
+            continue
+        waiting = _get(state, "state", "waiting", default=None)
+        terminated = _get(state, "state", "terminated", default=None)
+        if isinstance(waiting, Mapping) and waiting.get("reason"):
+            reason = waiting["reason"]
+        elif isinstance(terminated, Mapping) and terminated.get("reason"):
+            reason = terminated["reason"]
+        elif isinstance(terminated, Mapping):
+            signal = terminated.get("signal") or 0
+            reason = f"Signal:{signal}" if signal else f"ExitCode:{terminated.get('exitCode', 0)}"
+        elif _get(state, "state", "running", default=None) is not None and state.get("ready"):
+            has_running = True
+    if reason == "Completed" and has_running:
+        ready = any(
+            isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True"
+            for c in status.get("conditions") or []
+        )
+        reason = "Running" if ready else "NotReady"
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        if status.get("reason") == "NodeLost":
+            reason = "Unknown"
+        elif phase not in ("Succeeded", "Failed"):
+            reason = "Terminating"
     return reason
 
 
