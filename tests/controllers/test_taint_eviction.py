@@ -92,6 +92,14 @@ def test_removing_the_taint_first_cancels_the_eviction(tmp_path: Path) -> None:
         assert [(e["message"], e["lastTimestamp"]) for e in events] == [
             ("Cancelling deletion of Pod default/web", "2026-01-01T00:59:59Z")
         ]
+        # Upstream's reference names the pod only: no uid, no resourceVersion.
+        assert events[0]["involvedObject"] == {
+            "kind": "Pod",
+            "namespace": "default",
+            "name": "web",
+            "apiVersion": "v1",
+        }
+        assert events[0]["source"] == {"component": "taint-eviction-controller"}
 
     simulate(tmp_path, scenario, controllers=ONLY)
 

@@ -230,7 +230,9 @@ class TaintEvictionController:
         if work is None:
             return  # in flight: nothing to cancel, and no event (upstream's CancelWork)
         work.cancelled = True
-        self.recorder.event(pod, "Normal", REASON, f"Cancelling deletion of Pod {key}")
+        self.recorder.event(
+            pod, "Normal", REASON, f"Cancelling deletion of Pod {key}", reference=_ref(key)
+        )
 
     def scheduled(self, namespace: str, name: str) -> datetime | None:
         """When the pod is due to be deleted (for tests and explanations)."""
