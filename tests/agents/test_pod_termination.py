@@ -4,6 +4,7 @@ precondition — on virtual time, at exact instants."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -115,13 +116,32 @@ def test_a_container_outliving_its_grace_period_is_killed_and_the_pod_fails(
     run(tmp_path, scenario)
 
 
-def test_without_a_finalizer_the_pod_is_gone_once_its_containers_stop(tmp_path: Path) -> None:
+def test_without_a_finalizer_the_pod_reports_its_end_then_is_gone(tmp_path: Path) -> None:
     async def scenario(sim: Sim) -> None:
-        await sim.create_pod(pod("quick"))
+        created = await sim.create_pod(pod("quick"))
         await sim.advance(1)
+        seen: list[tuple[str, str, bool]] = []
+
+        async def watch() -> None:
+            async for kind, obj in sim.client.watch(
+                PODS, "default", resource_version=created["metadata"]["resourceVersion"]
+            ):
+                if kind != "BOOKMARK":
+                    deleting = bool(obj["metadata"].get("deletionTimestamp"))
+                    seen.append((kind, obj["status"].get("phase", ""), deleting))
+
+        watcher = asyncio.create_task(watch())
+        await sim.advance(0)
         await sim.client.delete(PODS, "quick", "default")
         await sim.advance(0)
         assert await sim.pod("quick") is None
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+        assert seen[-3:] == [
+            ("MODIFIED", "Running", True),  # the graceful deletion
+            ("MODIFIED", "Succeeded", True),  # the kubelet's terminal status
+            ("DELETED", "Succeeded", True),  # its final deletion
+        ]
         assert len(await sim.events("Killing")) == 2
 
     run(tmp_path, scenario)

@@ -201,6 +201,42 @@ def test_scheduled_pods_are_deleted_gracefully(api):
     assert api.get("/api/v1/namespaces/default/pods/graceful").status_code == 404
 
 
+def test_a_pod_terminating_gracefully_outlives_updates_until_its_final_deletion(api):
+    """Upstream's shouldDeleteDuringUpdate: an update deletes an object being deleted with no
+    finalizer left only once its grace period is 0 — a pod terminating gracefully stays for
+    its kubelet's status updates, and a finalizer removed then does not delete it either."""
+    path = "/api/v1/namespaces/default/pods/grace-held"
+    held = pod("grace-held", nodeName="somewhere")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    api.post("/api/v1/namespaces/default/pods", json=held)
+    assert api.delete(path).json()["metadata"]["deletionGracePeriodSeconds"] == 30
+    merge = {"Content-Type": "application/merge-patch+json"}
+    released = api.patch(path, json={"metadata": {"finalizers": None}}, headers=merge)
+    assert released.status_code == 200
+    status = api.patch(f"{path}/status", json={"status": {"phase": "Succeeded"}}, headers=merge)
+    assert status.status_code == 200
+    assert status.json()["status"]["phase"] == "Succeeded"
+    assert api.get(path).status_code == 200
+    # The kubelet's final deletion (grace 0) removes it: no finalizer is left.
+    final = api.request("DELETE", path, json={"gracePeriodSeconds": 0})
+    assert final.status_code == 200
+    assert api.get(path).status_code == 404
+
+
+def test_a_finalizer_removed_after_the_final_deletion_lets_the_pod_go(api):
+    path = "/api/v1/namespaces/default/pods/final-held"
+    held = pod("final-held", nodeName="somewhere")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    api.post("/api/v1/namespaces/default/pods", json=held)
+    api.delete(path)
+    kept = api.request("DELETE", path, json={"gracePeriodSeconds": 0}).json()
+    assert kept["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert api.get(path).status_code == 200
+    merge = {"Content-Type": "application/merge-patch+json"}
+    api.patch(path, json={"metadata": {"finalizers": None}}, headers=merge)
+    assert api.get(path).status_code == 404
+
+
 def test_deleting_a_namespace_removes_its_objects(api):
     api.post("/api/v1/namespaces", json={"metadata": {"name": "doomed"}})
     api.post("/api/v1/namespaces/doomed/pods", json=pod("inside"))

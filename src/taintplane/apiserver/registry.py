@@ -488,8 +488,14 @@ class Registry:
         if dry_run:
             return new
         key = self._key(resource, namespace, name)
-        if old_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
-            # The last finalizer is gone from an object being deleted: it goes now.
+        if (
+            old_meta.get("deletionTimestamp")
+            and not new_meta.get("finalizers")
+            and not int(old_meta.get("deletionGracePeriodSeconds") or 0)
+        ):
+            # An object being deleted with no finalizer left goes now — once its grace period
+            # is over (upstream's shouldDeleteDuringUpdate): a pod still terminating gracefully
+            # stays for its kubelet's status updates and final deletion.
             await self._delete_now(resource, namespace, name, key, int(old_meta["resourceVersion"]))
             return new
         try:
