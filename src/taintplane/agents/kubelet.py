@@ -72,6 +72,8 @@ class SimulatedNode:
     overrides: dict[str, str] = field(default_factory=dict)
     last_report: datetime | None = None
     last_renew: datetime | None = None
+    #: spec.unschedulable as the kubelet last saw it (upstream's lastNodeUnschedulable).
+    last_unschedulable: bool = False
 
     @property
     def name(self) -> str:
@@ -192,8 +194,27 @@ class Kubelets:
             result.append(condition(type_, status, now, transition))
         return result
 
+    def _schedulable_event(self, node: SimulatedNode) -> None:
+        """Upstream's recordNodeSchedulableEvent, run with the status setters on every status
+        update: NodeNotSchedulable / NodeSchedulable when spec.unschedulable has changed
+        (cordon, uncordon) since the kubelet last looked."""
+        seen = self.node_informer.get(node.name)
+        unschedulable = bool(((seen or {}).get("spec") or {}).get("unschedulable"))
+        if seen is None or unschedulable == node.last_unschedulable:
+            return
+        node.last_unschedulable = unschedulable
+        reason = "NodeNotSchedulable" if unschedulable else "NodeSchedulable"
+        self.recorders[node.name].event(
+            {},
+            "Normal",
+            reason,
+            f"Node {node.name} status is now: {reason}",
+            reference=_node_reference(node.name),
+        )
+
     async def _post_status(self, node: SimulatedNode, *, force: bool = False) -> None:
         now = self.clock.now()
+        self._schedulable_event(node)
         before = {t: s for t, (s, _) in node.conditions.items()}
         conditions = self._conditions(node, now)
         changed = before != {t: s for t, (s, _) in node.conditions.items()}
