@@ -11,7 +11,7 @@ import pytest
 from taintplane.apiserver.table_workloads import EVENT_COLUMNS, claim_state
 
 NOW = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
-ALLOCATION = {"devices": {"results": []}}
+ALLOCATION: dict[str, Any] = {"devices": {"results": []}}
 
 
 @pytest.mark.parametrize(
