@@ -160,3 +160,35 @@ def test_a_static_pod_keeps_its_phase_and_is_removed(tmp_path: Path) -> None:
         assert kept["status"]["phase"] == "Running"  # upstream: no terminal phase for static pods
 
     run(tmp_path, scenario)
+
+
+def test_a_started_pod_tells_pulled_created_started_per_container(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        await sim.create_pod(pod("started"))  # containers c (nginx) and sidecar (envoy)
+        await sim.advance(1)
+        seen = []
+        for reason in ("Pulled", "Created", "Started"):
+            for event in await sim.events(reason):
+                seen.append((reason, event["involvedObject"]["fieldPath"], event["message"]))
+        # Both images are untagged, so pulled Always: a real kubelet would report a pull we
+        # cannot simulate honestly, so no Pulled event; a tagged image is "already present".
+        assert sorted(seen) == [
+            ("Created", "spec.containers{c}", "Container created"),
+            ("Created", "spec.containers{sidecar}", "Container created"),
+            ("Started", "spec.containers{c}", "Container started"),
+            ("Started", "spec.containers{sidecar}", "Container started"),
+        ]
+        tagged = pod("tagged")
+        tagged["spec"]["containers"] = [{"name": "web", "image": "nginx:1.27"}]
+        await sim.create_pod(tagged)
+        await sim.advance(1)
+        pulled = [e for e in await sim.events("Pulled") if e["involvedObject"]["name"] == "tagged"]
+        assert [(e["message"], e["source"]) for e in pulled] == [
+            (
+                'Container image "nginx:1.27" already present on machine and can be accessed '
+                "by the pod",
+                {"component": "kubelet", "host": "node-1"},
+            )
+        ]
+
+    run(tmp_path, scenario)

@@ -3,7 +3,7 @@
 A pod bound to a simulated, running node is admitted — refused, as upstream's kubelet does,
 when it does not tolerate one of the node's NoExecute taints (static pods are exempt) — and
 then runs: phase Running with upstream's conditions and a running container status for each
-container. A pod being deleted is stopped as upstream's kubelet stops it: a ``Killing`` event
+container, after the kubelet's Pulled / Created / Started events (container_events.py). A pod being deleted is stopped as upstream's kubelet stops it: a ``Killing`` event
 ("Stopping container NAME") for each running container, then the containers exit after the
 pod's simulated shutdown time (annotation ``sim.taintplane.io/shutdown-seconds``, default 0:
 they exit at once on SIGTERM, code 0) or are killed when the grace period runs out first (code
@@ -22,12 +22,12 @@ import logging
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from taintplane.agents.container_events import record_killing, record_started
 from taintplane.agents.nodes import node_address
 from taintplane.api.decoding import format_time
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.tolerations import Toleration, find_untolerated_taint
 from taintplane.client import ApiError, resource
-from taintplane.client.events import object_reference
 from taintplane.client.informer import object_key
 from taintplane.client.workqueue import WorkQueue
 
@@ -44,7 +44,6 @@ CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
 
 #: Exit code of a container still running when its grace period ends (SIGKILL).
 KILLED_EXIT_CODE = 137
-KILLING_REASON = "Killing"
 
 TAINT_REASON = "TaintToleration"
 TAINT_MESSAGE = "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
@@ -237,6 +236,7 @@ class PodRuntime:
         else:
             simulated = kubelets.nodes[node_name]
             status = running_status(pod, node_address(simulated.shape, simulated.index), now)
+            record_started(kubelets.recorders[node_name], pod)
         try:
             await kubelets.client.patch(
                 PODS,
@@ -262,13 +262,11 @@ class PodRuntime:
             shutdown = 0.0
         delay = max(0.0, min(grace, shutdown))
         exit_code = 0 if shutdown <= grace else KILLED_EXIT_CODE
-        recorder = self.kubelets.recorders[pod["spec"]["nodeName"]]
-        for container in running_containers(pod):
-            name = container.get("name")
-            reference = {**object_reference(pod), "fieldPath": f"spec.containers{{{name}}}"}
-            recorder.event(
-                pod, "Normal", KILLING_REASON, f"Stopping container {name}", reference=reference
-            )
+        record_killing(
+            self.kubelets.recorders[pod["spec"]["nodeName"]],
+            pod,
+            [str(c.get("name", "")) for c in running_containers(pod)],
+        )
         self.stopping[key] = self.kubelets.clock.now() + timedelta(seconds=delay)
         task = asyncio.create_task(self._stop_after(key, pod, delay, exit_code))
         self._timers.add(task)
