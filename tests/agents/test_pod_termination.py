@@ -192,3 +192,22 @@ def test_a_started_pod_tells_pulled_created_started_per_container(tmp_path: Path
         ]
 
     run(tmp_path, scenario)
+
+
+def test_a_pods_events_list_in_the_order_they_happened(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        unbound = make_pod("ordered")
+        unbound["spec"]["containers"] = [{"name": "web", "image": "nginx:1.27"}]
+        await sim.create_pod(unbound)
+        await sim.advance(1)
+        items, _ = await sim.client.list(resource("", "v1", "events"), "default")
+        mine = [e for e in items if e["involvedObject"]["name"] == "ordered"]
+        # Listed by name (as kubectl describe receives them): all at one instant, yet in order.
+        assert [e["reason"] for e in mine] == ["Scheduled", "Pulled", "Created", "Started"]
+
+    simulate(
+        tmp_path,
+        scenario,
+        components=("scheduler", "controller-manager", "agents"),
+        nodes=[NodeShape("node-1")],
+    )

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from taintplane.apiserver.app import APIServer
 from taintplane.client import Client, InProcessTransport, resource
-from taintplane.client.events import MAX_QUEUED_EVENTS, EventRecorder
+from taintplane.client.events import MAX_QUEUED_EVENTS, EventRecorder, event_name
 from taintplane.clock import VirtualClock
 from taintplane.store.sqlite import SqliteStore
 
@@ -116,3 +116,17 @@ def test_a_lost_connection_is_reported_once_and_the_queue_discarded(caplog):
         ]
 
     asyncio.run(scenario())
+
+
+def test_event_names_are_client_gos_and_strictly_increase_within_an_instant(monkeypatch):
+    monkeypatch.setattr("taintplane.client.events._last_stamp", 0)  # a fresh process
+    moment = datetime(2026, 1, 1, 0, 0, 1, 500, tzinfo=UTC)
+    nanos = 1767225601_000_500_000  # 2026-01-01T00:00:01.0005Z in Unix nanoseconds
+    later = datetime(2026, 1, 1, 0, 0, 2, tzinfo=UTC)
+    first = event_name("web", later)
+    assert first == f"web.{1767225602_000_000_000:x}"  # the clock's nanoseconds, as client-go
+    names = [event_name("web", later) for _ in range(3)]
+    stamps = [int(n.split(".")[1], 16) for n in [first, *names]]
+    assert stamps == sorted(set(stamps))  # unique, and in the order they were made
+    # An earlier instant never goes back below what was handed out.
+    assert int(event_name("web", moment).split(".")[1], 16) > stamps[-1] > nanos

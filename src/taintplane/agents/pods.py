@@ -3,7 +3,9 @@
 A pod bound to a simulated, running node is admitted — refused, as upstream's kubelet does,
 when it does not tolerate one of the node's NoExecute taints (static pods are exempt) — and
 then runs: phase Running with upstream's conditions and a running container status for each
-container, after the kubelet's Pulled / Created / Started events (container_events.py). A pod being deleted is stopped as upstream's kubelet stops it: a ``Killing`` event
+container, after the kubelet's Pulled / Created / Started events (container_events.py).
+
+A pod being deleted is stopped as upstream's kubelet stops it: a ``Killing`` event
 ("Stopping container NAME") for each running container, then the containers exit after the
 pod's simulated shutdown time (annotation ``sim.taintplane.io/shutdown-seconds``, default 0:
 they exit at once on SIGTERM, code 0) or are killed when the grace period runs out first (code

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import deque
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from taintplane.api.decoding import format_time
 from taintplane.client.client import ApiError, Client, resource
 from taintplane.clock import Clock
 
-__all__ = ["MAX_QUEUED_EVENTS", "EventRecorder", "object_reference"]
+__all__ = ["MAX_QUEUED_EVENTS", "EventRecorder", "event_name", "object_reference"]
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,21 @@ MAX_QUEUED_EVENTS = 1000
 #: its share of the CPU whatever the component does; on one event loop a single writer would
 #: get one turn per round of the component's own requests and drop most events under load.
 WRITERS = 64
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_last_stamp = 0
+
+
+def event_name(object_name: str, now: datetime) -> str:
+    """``<object>.<hex nanoseconds>``, as client-go names events. The stamp is the clock's
+    nanoseconds, nudged up by one where needed so that it strictly increases across every
+    recorder of the process: names are unique, and events of one instant (always so on
+    virtual time) list in the order they were recorded, as they would on a moving clock."""
+    global _last_stamp
+    stamp = max((now - _EPOCH) // timedelta(microseconds=1) * 1000, _last_stamp + 1)
+    _last_stamp = stamp
+    return f"{object_name}.{stamp:x}"
 
 
 def object_reference(obj: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +82,6 @@ class EventRecorder:
         self.writers = writers
         #: Events dropped because the queue was full.
         self.dropped = 0
-        self._sequence = time.monotonic_ns()  # uniqueness only, not time
         self._queue: deque[tuple[str, dict[str, Any]]] = deque()
         self._writers: set[asyncio.Task[None]] = set()
 
@@ -84,14 +98,12 @@ class EventRecorder:
         # Cluster-scoped objects' events go to "default", as client-go does.
         namespace = ref.get("namespace") or "default"
         now = self.clock.now()
-        self._sequence += 1
-        stamp = int(now.timestamp() * 1e9) + self._sequence % 1_000_000
         self.emit(
             namespace,
             {
                 "apiVersion": "v1",
                 "kind": "Event",
-                "metadata": {"name": f"{ref.get('name', '')}.{stamp:x}", "namespace": namespace},
+                "metadata": {"name": event_name(ref.get("name", ""), now), "namespace": namespace},
                 "involvedObject": ref,
                 "reason": reason,
                 "message": message,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ import numpy as np
 from taintplane.api.decoding import format_micro_time, format_time
 from taintplane.api.features import FeatureGates
 from taintplane.client import ApiError, Client, Informer, resource
-from taintplane.client.events import EventRecorder
+from taintplane.client.events import EventRecorder, event_name
 from taintplane.clock import Clock
 from taintplane.scheduler.diagnosis import NO_NODES_AVAILABLE, Diagnosis, fit_error_message
 from taintplane.scheduler.framework import CycleState, Framework, Status
@@ -135,8 +134,6 @@ class Scheduler:
         #: for them is kept from pods of no higher priority, as upstream's nominator does.
         self.nominated: dict[str, tuple[str, PodInfo]] = {}
         self._random = random.Random(seed)
-        # Event names only need to be unique (even across restarts with the same seed).
-        self._names = random.Random(os.urandom(16))
         self.recorder = EventRecorder(client, clock, scheduler_name)
         self._bindings: set[asyncio.Task[None]] = set()
         # Bindings in flight at once (upstream binds in goroutines under client rate limits):
@@ -639,7 +636,7 @@ class Scheduler:
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {
-                "name": f"{pod.name}.{self._names.getrandbits(64):016x}",
+                "name": event_name(pod.name, now),
                 "namespace": pod.namespace,
             },
             "eventTime": format_micro_time(now),
