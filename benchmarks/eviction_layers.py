@@ -79,6 +79,16 @@ def event(i: int) -> dict[str, Any]:
     }
 
 
+async def informer(watch: Any, changes: int) -> None:
+    """Decode every pod change, as the controller's informer does, until ``changes`` came."""
+    seen = 0
+    async for change in watch:
+        orjson.loads(change.value)
+        seen += 1
+        if seen == changes:
+            return
+
+
 async def in_flight(count: int, one: Callable[[int], Awaitable[None]], limit: int = 256) -> None:
     slots = asyncio.Semaphore(limit)
 
@@ -114,17 +124,7 @@ async def store_layer(pods: int) -> float:
             await in_flight(pods, create)
             runtime.settle_heap()
             watch = store.watch(PODS.storage_prefix(), await store.current_revision())
-            seen = 0
-
-            async def informer() -> None:
-                nonlocal seen
-                async for change in watch:
-                    orjson.loads(change.value)
-                    seen += 1
-                    if seen == 2 * pods:
-                        return
-
-            consumer = asyncio.create_task(informer())
+            consumer = asyncio.create_task(informer(watch, 2 * pods))
 
             async def evict(i: int) -> None:
                 kv = await store.get(keys[i])
@@ -165,17 +165,7 @@ async def registry_layer(pods: int) -> float:
             watch = registry.store.watch(
                 pod_type.storage_prefix(), await registry.store.current_revision()
             )
-            seen = 0
-
-            async def informer() -> None:
-                nonlocal seen
-                async for change in watch:
-                    orjson.loads(change.value)
-                    seen += 1
-                    if seen == 2 * pods:
-                        return
-
-            consumer = asyncio.create_task(informer())
+            consumer = asyncio.create_task(informer(watch, 2 * pods))
             patch = {"status": {"conditions": [CONDITION]}}
 
             async def evict(i: int) -> None:
@@ -213,17 +203,7 @@ async def api_layer(pods: int) -> float:
             runtime.settle_heap()
             store = registry_of(cluster).store
             watch = store.watch(PODS.storage_prefix(), await store.current_revision())
-            seen = 0
-
-            async def informer() -> None:
-                nonlocal seen
-                async for change in watch:
-                    orjson.loads(change.value)
-                    seen += 1
-                    if seen == 2 * pods:
-                        return
-
-            consumer = asyncio.create_task(informer())
+            consumer = asyncio.create_task(informer(watch, 2 * pods))
 
             async def evict(i: int) -> None:
                 name = f"p-{i:06d}"
