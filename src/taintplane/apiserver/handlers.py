@@ -6,14 +6,12 @@ Each handler turns a request into registry calls and the result into a response;
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from taintplane.api.field import FieldError, Path
 from taintplane.api.scheme import ResourceType
 from taintplane.api.selectors import (
     FieldSelector,
@@ -24,6 +22,7 @@ from taintplane.api.selectors import (
 )
 from taintplane.apiserver import codec, fieldmanager
 from taintplane.apiserver.codec import clone
+from taintplane.apiserver.delete_options import propagation_policy
 from taintplane.apiserver.eviction import evict
 from taintplane.apiserver.patch import (
     PatchError,
@@ -37,6 +36,7 @@ from taintplane.apiserver.scale import apply_scale, scale_of
 from taintplane.apiserver.status import APIError, success
 from taintplane.apiserver.subresources import bind
 from taintplane.apiserver.tables import table_for
+from taintplane.apiserver.watch_stream import watch_lines
 from taintplane.clock import Clock
 
 __all__ = ["ResourceHandlers", "json_response"]
@@ -510,12 +510,13 @@ class ResourceHandlers:
             fields=fields,
             progress=progress,
         )
-        stream = self._stream(
+        stream = watch_lines(
             info.resource,
             events,
             progress,
+            self.clock,
             table=table,
-            bookmarks=bookmarks,
+            bookmark_interval=self.bookmark_interval if bookmarks else None,
             timeout=timeout,
             include=request.query_params.get("includeObject", "Metadata"),
         )
@@ -523,121 +524,6 @@ class ResourceHandlers:
             "application/json;as=Table;v=v1;g=meta.k8s.io" if table else "application/json"
         )
         return StreamingResponse(stream, media_type=content_type)
-
-    async def _stream(
-        self,
-        resource: ResourceType,
-        events: AsyncIterator[Any],
-        progress: WatchProgress,
-        *,
-        table: bool,
-        bookmarks: bool,
-        timeout: int | None,
-        include: str,
-    ) -> AsyncIterator[bytes]:
-        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-
-        async def pump() -> None:
-            try:
-                async for item in events:
-                    await queue.put(("event", item))
-            except APIError as error:
-                await queue.put(("error", error.status))
-            await queue.put(("end", None))
-
-        async def ticker(kind: str, seconds: float) -> None:
-            while True:
-                await self.clock.sleep(seconds)
-                # A bookmark's revision is fixed when it is queued: every event up to it is
-                # already ahead of it in the queue.
-                await queue.put((kind, str(progress.bookmark())))
-
-        tasks = [asyncio.create_task(pump())]
-        if timeout is not None and timeout > 0:
-            tasks.append(asyncio.create_task(ticker("end", timeout)))
-        if bookmarks:
-            tasks.append(asyncio.create_task(ticker("bookmark", self.bookmark_interval)))
-        first_table = True
-        try:
-            while True:
-                kind, payload = await queue.get()
-                if kind == "end":
-                    return
-                if kind == "error":
-                    yield codec.encode({"type": "ERROR", "object": payload}) + b"\n"
-                    return
-                if kind == "bookmark":
-                    bookmark = {
-                        "kind": resource.kind,
-                        "apiVersion": resource.api_version,
-                        "metadata": {"resourceVersion": payload},
-                    }
-                    yield codec.encode({"type": "BOOKMARK", "object": bookmark}) + b"\n"
-                    continue
-                if table:
-                    obj = payload.object
-                    table_obj = table_for(
-                        resource,
-                        [obj],
-                        self.clock.now(),
-                        include_object=include,
-                        with_definitions=first_table,
-                        list_meta={"resourceVersion": obj["metadata"]["resourceVersion"]},
-                    )
-                    first_table = False
-                    yield codec.encode({"type": payload.type, "object": table_obj}) + b"\n"
-                    continue
-                yield (
-                    b'{"type":"' + payload.type.encode() + b'","object":' + payload.encoded + b"}\n"
-                )
-        finally:
-            for task in tasks:
-                task.cancel()
-            # The pump must stop iterating before the generator can be closed.
-            await asyncio.gather(*tasks, return_exceptions=True)
-            close = getattr(events, "aclose", None)
-            if close is not None:
-                await close()
-
-
-PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
-
-
-def _invalid_delete_options(error: FieldError) -> APIError:
-    # errors.NewInvalid(meta.k8s.io DeleteOptions, "", errs)
-    return APIError.make(
-        422,
-        "Invalid",
-        f'DeleteOptions.meta.k8s.io "" is invalid: {error}',
-        {
-            "group": "meta.k8s.io",
-            "kind": "DeleteOptions",
-            "causes": [{"reason": error.type.reason, "message": error.body, "field": error.field}],
-        },
-    )
-
-
-def propagation_policy(options: dict[str, Any]) -> str | None:
-    """DeleteOptions' ``propagationPolicy`` (or the deprecated ``orphanDependents``), checked
-    as upstream's ValidateDeleteOptions does."""
-    policy = options.get("propagationPolicy")
-    orphan = options.get("orphanDependents")
-    path = Path.root("propagationPolicy")
-    if policy is not None and orphan is not None:
-        raise _invalid_delete_options(
-            FieldError.invalid(
-                path, policy, "orphanDependents and deletionPropagation cannot be both set"
-            )
-        )
-    if policy is None:
-        if orphan is None:
-            return None
-        return "Orphan" if orphan else "Background"
-    if policy not in PROPAGATION_POLICIES:
-        raise _invalid_delete_options(
-            FieldError.not_supported(path, policy, [*PROPAGATION_POLICIES, "nil"])
-        )
-    return str(policy)
 
 
 def apply_patch(content_type: str, current: dict[str, Any], patch: Any) -> dict[str, Any]:

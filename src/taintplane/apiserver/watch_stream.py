@@ -1,0 +1,94 @@
+"""A watch response's body: the registry's events as JSON lines, with bookmarks, Tables,
+the ERROR event of a failed watch and the end of a timed watch."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from taintplane.api.scheme import ResourceType
+from taintplane.apiserver import codec
+from taintplane.apiserver.registry import WatchProgress
+from taintplane.apiserver.status import APIError
+from taintplane.apiserver.tables import table_for
+from taintplane.clock import Clock
+
+__all__ = ["watch_lines"]
+
+
+async def watch_lines(
+    resource: ResourceType,
+    events: AsyncIterator[Any],
+    progress: WatchProgress,
+    clock: Clock,
+    *,
+    table: bool,
+    bookmark_interval: float | None,
+    timeout: int | None,
+    include: str,
+) -> AsyncIterator[bytes]:
+    """The body of a watch response, one JSON event per line: the registry's events (as
+    Tables when asked), BOOKMARKs every ``bookmark_interval`` seconds when asked, an ERROR
+    event when the watch fails, and the end after ``timeoutSeconds``."""
+    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for item in events:
+                await queue.put(("event", item))
+        except APIError as error:
+            await queue.put(("error", error.status))
+        await queue.put(("end", None))
+
+    async def ticker(kind: str, seconds: float) -> None:
+        while True:
+            await clock.sleep(seconds)
+            # A bookmark's revision is fixed when it is queued: every event up to it is
+            # already ahead of it in the queue.
+            await queue.put((kind, str(progress.bookmark())))
+
+    tasks = [asyncio.create_task(pump())]
+    if timeout is not None and timeout > 0:
+        tasks.append(asyncio.create_task(ticker("end", timeout)))
+    if bookmark_interval is not None:
+        tasks.append(asyncio.create_task(ticker("bookmark", bookmark_interval)))
+    first_table = True
+    try:
+        while True:
+            kind, payload = await queue.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                yield codec.encode({"type": "ERROR", "object": payload}) + b"\n"
+                return
+            if kind == "bookmark":
+                bookmark = {
+                    "kind": resource.kind,
+                    "apiVersion": resource.api_version,
+                    "metadata": {"resourceVersion": payload},
+                }
+                yield codec.encode({"type": "BOOKMARK", "object": bookmark}) + b"\n"
+                continue
+            if table:
+                obj = payload.object
+                table_obj = table_for(
+                    resource,
+                    [obj],
+                    clock.now(),
+                    include_object=include,
+                    with_definitions=first_table,
+                    list_meta={"resourceVersion": obj["metadata"]["resourceVersion"]},
+                )
+                first_table = False
+                yield codec.encode({"type": payload.type, "object": table_obj}) + b"\n"
+                continue
+            yield (b'{"type":"' + payload.type.encode() + b'","object":' + payload.encoded + b"}\n")
+    finally:
+        for task in tasks:
+            task.cancel()
+        # The pump must stop iterating before the generator can be closed.
+        await asyncio.gather(*tasks, return_exceptions=True)
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
