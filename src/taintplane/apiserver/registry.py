@@ -320,10 +320,9 @@ class Registry:
                     "the request"
                 )
             metadata["namespace"] = namespace
-        if not metadata.get("name") and metadata.get("generateName"):
-            metadata["name"] = str(metadata["generateName"]) + "".join(
-                _UNIQUE.choices(_NAME_SUFFIX_ALPHABET, k=5)
-            )
+        generated = not metadata.get("name") and bool(metadata.get("generateName"))
+        if generated:
+            metadata["name"] = _generate_name(str(metadata["generateName"]))
         if metadata.get("resourceVersion"):
             raise APIError.bad_request("resourceVersion should not be set on objects to be created")
         name = str(metadata.get("name") or "")
@@ -343,12 +342,22 @@ class Registry:
         self._record_fields(resource, obj, None, manager, apply, "")
         if dry_run:
             return obj
-        try:
-            revision = await self.store.create(
-                self._key(resource, namespace, name), self._encode(obj)
-            )
-        except store_errors.StoreError as error:
-            raise from_store_error(error, resource, name) from error
+        # A generated name that is taken is generated again, up to 8 tries in all, as
+        # kube-apiserver does since RetryGenerateName (GA in 1.32); then the 409 stands.
+        for attempt in range(_GENERATE_NAME_TRIES if generated else 1):
+            try:
+                revision = await self.store.create(
+                    self._key(resource, namespace, name), self._encode(obj)
+                )
+                break
+            except store_errors.AlreadyExists as error:
+                if not generated:
+                    raise from_store_error(error, resource, name) from error
+                if attempt == _GENERATE_NAME_TRIES - 1:
+                    raise APIError.generate_name_conflict(resource, name) from error
+                name = metadata["name"] = _generate_name(str(metadata["generateName"]))
+            except store_errors.StoreError as error:
+                raise from_store_error(error, resource, name) from error
         self._written(resource)
         metadata["resourceVersion"] = str(revision)
         return obj
@@ -766,6 +775,17 @@ class Registry:
             raise _cannot_handle(resource, error) from error
         if errors:
             raise APIError.invalid(resource, name, errors)
+
+
+#: How often a create tries a generated name (upstream's RetryGenerateName).
+_GENERATE_NAME_TRIES = 8
+#: A generated name: the prefix cut to 58 characters, then five random ones
+#: (upstream's names.SimpleNameGenerator).
+_MAX_GENERATED_PREFIX = 58
+
+
+def _generate_name(prefix: str) -> str:
+    return prefix[:_MAX_GENERATED_PREFIX] + "".join(_UNIQUE.choices(_NAME_SUFFIX_ALPHABET, k=5))
 
 
 def _without_times(obj: dict[str, Any]) -> dict[str, Any]:
