@@ -307,8 +307,7 @@ class Kubelets:
         await asyncio.gather(*(one(node) for node in running))
 
     async def run(self) -> None:
-        if self._own_informers:
-            self.informers.start()
+        self.informers.start()  # shared ones too: starting is idempotent
         try:
             await self.informers.wait_synced()
             self.pods.start()

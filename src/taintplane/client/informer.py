@@ -63,9 +63,13 @@ class Informer:
         on_delete: Handler | None = None,
     ) -> None:
         """Further handlers (for informers shared by several components); they run after
-        the cache and indexes are updated, in the order they were added."""
+        the cache and indexes are updated, in the order they were added. As client-go's
+        AddEventHandler, a handler added to a running informer is first told of every object
+        already cached, as added."""
         if on_add:
             self._adds.append(on_add)
+            for obj in list(self.cache.values()):
+                on_add(obj)
         if on_update:
             self._updates.append(on_update)
         if on_delete:

@@ -55,12 +55,16 @@ class ControllerManager:
         config: ControllerConfig | None = None,
         *,
         registry: CollectorRegistry | None = None,
+        informers: SharedInformers | None = None,
     ) -> None:
         self.client = client
         self.clock = clock
         self.config = config or ControllerConfig()
         self.registry = registry or CollectorRegistry()
-        self.informers = SharedInformers(client)
+        # `taintplane up` shares one set of informers (one cache per kind) among its
+        # components; a controller manager on its own keeps its own.
+        self._own_informers = informers is None
+        self.informers = informers or SharedInformers(client)
         self.controllers: dict[str, Controller] = {}
         for name in self.config.controllers or ALL_CONTROLLERS:
             factory = _FACTORIES.get(name)
@@ -82,7 +86,8 @@ class ControllerManager:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await self.informers.stop()
+            if self._own_informers:
+                await self.informers.stop()
 
 
 Factory = Callable[[ControllerManager], Controller]

@@ -22,6 +22,7 @@ from taintplane.api.decoding import format_micro_time, format_time
 from taintplane.api.features import FeatureGates
 from taintplane.client import ApiError, Client, Informer, resource
 from taintplane.client.events import EventRecorder, event_name
+from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
 from taintplane.scheduler.diagnosis import NO_NODES_AVAILABLE, Diagnosis, fit_error_message
 from taintplane.scheduler.framework import CycleState, Framework, Status
@@ -115,6 +116,7 @@ class Scheduler:
         scheduler_name: str = DEFAULT_SCHEDULER,
         percentage_of_nodes_to_score: int = 0,
         seed: int | None = None,
+        informers: SharedInformers | None = None,
     ) -> None:
         self.client = client
         self.clock = clock
@@ -140,23 +142,17 @@ class Scheduler:
         # enough to keep the API busy, few enough that a burst does not pile up thousands of
         # requests in the transport.
         self._binding_slots = asyncio.Semaphore(64)
-        self.node_informer = Informer(
-            client,
-            NODES,
-            on_add=self._node_added,
-            on_update=self._node_updated,
-            on_delete=self._node_deleted,
-        )
-        self.pod_informer = Informer(
-            client,
-            PODS,
-            on_add=self._pod_added,
-            on_update=self._pod_updated,
-            on_delete=self._pod_deleted,
-        )
+        # Shared with the other components of `taintplane up` (one cache per kind); a
+        # scheduler on its own keeps its own.
+        self._own_informers = informers is None
+        self.informers = informers or SharedInformers(client)
+        self.node_informer = self.informers.nodes
+        self.node_informer.add_handlers(self._node_added, self._node_updated, self._node_deleted)
+        self.pod_informer = self.informers.pods
+        self.pod_informer.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
         # Budgets weigh preemption's choice of victims (their status, kept by the
         # disruption controller, says how many disruptions each still allows).
-        self.pdb_informer = Informer(client, PDBS)
+        self.pdb_informer = self.informers.of(PDBS)
         # DynamicResources reads claims, slices, classes and DeviceTaintRules from these.
         self.dra_informers = [
             self._dra_informer(RESOURCE_CLAIMS, ClusterEvent.RESOURCE_CLAIM),
@@ -173,17 +169,14 @@ class Scheduler:
         def changed(*_: Any) -> None:
             self.queue.on_event(event)
 
-        return Informer(self.client, rt, on_add=changed, on_update=changed, on_delete=changed)
+        informer = self.informers.of(rt)
+        informer.add_handlers(changed, changed, changed)
+        return informer
 
     # ---- running ---------------------------------------------------------------------------
 
     async def run(self) -> None:
-        informers = [
-            asyncio.create_task(self.node_informer.run()),
-            asyncio.create_task(self.pod_informer.run()),
-            asyncio.create_task(self.pdb_informer.run()),
-            *(asyncio.create_task(informer.run()) for informer in self.dra_informers),
-        ]
+        self.informers.start()
         try:
             await self.node_informer.synced.wait()
             await self.pod_informer.synced.wait()
@@ -193,9 +186,11 @@ class Scheduler:
                 pod = await self.queue.pop()
                 await self.schedule_one(pod)
         finally:
-            for task in [*informers, *self._bindings]:
+            for task in self._bindings:
                 task.cancel()
-            await asyncio.gather(*informers, *self._bindings, return_exceptions=True)
+            await asyncio.gather(*self._bindings, return_exceptions=True)
+            if self._own_informers:
+                await self.informers.stop()
 
     # ---- informer handlers -----------------------------------------------------------------
 

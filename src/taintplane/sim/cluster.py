@@ -25,6 +25,7 @@ from taintplane.api.features import FeatureGates
 from taintplane.apiserver.app import APIServer
 from taintplane.apiserver.auth.tokens import ensure_admin_token
 from taintplane.client import Client, InProcessTransport
+from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock, RealClock, VirtualClock
 from taintplane.controllers.manager import ALL_CONTROLLERS, ControllerConfig, ControllerManager
 from taintplane.scheduler.scheduler import Scheduler
@@ -169,18 +170,27 @@ class Cluster:
         self.client = Client(
             InProcessTransport(self.apiserver.loopback_app, user_agent="taintplane-components")
         )
+        # One informer per kind for every component in this process (one cache of each pod,
+        # not one per component: a third of the memory for the pods of a large cluster).
+        informers = SharedInformers(self.client)
         if "scheduler" in self.config.components:
-            self.scheduler = Scheduler(self.client, self.clock, features=self.config.features)
+            self.scheduler = Scheduler(
+                self.client, self.clock, features=self.config.features, informers=informers
+            )
             self._spawn(self.scheduler.run(), "scheduler")
         if "controller-manager" in self.config.components:
             controller_config = self.config.controller_config or ControllerConfig()
             controller_config.features = self.config.features
             if controller_config.controllers is None:
                 controller_config.controllers = self.config.controllers
-            self.controller_manager = ControllerManager(self.client, self.clock, controller_config)
+            self.controller_manager = ControllerManager(
+                self.client, self.clock, controller_config, informers=informers
+            )
             self._spawn(self.controller_manager.run(), "controller-manager")
         if "agents" in self.config.components:
-            self.kubelets = Kubelets(self.client, self.clock, config=self.config.kubelet)
+            self.kubelets = Kubelets(
+                self.client, self.clock, config=self.config.kubelet, informers=informers
+            )
             await self.kubelets.add(self.config.nodes)
             self._spawn(self.kubelets.run(), "agents")
         app: Any = AdminApp(self, self.apiserver.app)
