@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from taintplane.agents.container_events import record_killing, record_started
 from taintplane.agents.nodes import node_address
 from taintplane.api.decoding import format_time
+from taintplane.api.podconditions import update_pod_condition
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.tolerations import Toleration, find_untolerated_taint
 from taintplane.client import ApiError, resource
@@ -148,26 +149,21 @@ def terminated_status(pod: dict[str, Any], exit_code: int, now: datetime) -> dic
         )
     phase = "Succeeded" if exit_code == 0 else "Failed"
     finished = "PodCompleted" if exit_code == 0 else "PodFailed"
-    conditions: list[dict[str, Any]] = [
+    wanted: list[dict[str, Any]] = [
         {"type": "PodReadyToStartContainers", "status": "False"},
         {"type": "Initialized", "status": "True"},
         {"type": "Ready", "status": "False", "reason": finished},
         {"type": "ContainersReady", "status": "False", "reason": finished},
     ]
     if exit_code == 0:
-        conditions[1]["reason"] = "PodCompleted"
-    current = {
-        c.get("type"): c
-        for c in (pod.get("status") or {}).get("conditions") or []
-        if isinstance(c, dict)
-    }
-    for condition in conditions:
-        before = current.get(condition["type"]) or {}
-        changed = before.get("status") != condition["status"]
-        condition["lastProbeTime"] = None
-        condition["lastTransitionTime"] = (
-            stamp if changed or not before else before.get("lastTransitionTime")
-        )
+        wanted[1]["reason"] = "PodCompleted"
+    # Transition times as UpdatePodCondition keeps them, worked out on a copy of the
+    # conditions; the patch carries the four the kubelet sets.
+    scratch = {"status": {"conditions": list((pod.get("status") or {}).get("conditions") or [])}}
+    for condition in wanted:
+        update_pod_condition(scratch, {**condition, "lastProbeTime": None}, stamp)
+    types = {c["type"] for c in wanted}
+    conditions = [c for c in scratch["status"]["conditions"] if c.get("type") in types]
     return {"phase": phase, "conditions": conditions, "containerStatuses": statuses}
 
 
