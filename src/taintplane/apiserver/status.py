@@ -69,19 +69,12 @@ class APIError(Exception):
 
     @classmethod
     def generate_name_conflict(cls, resource: ResourceType, name: str) -> APIError:
-        """errors.NewGenerateNameConflict: every generated name tried was taken."""
-        details: dict[str, Any] = {"name": name}
-        if resource.group:
-            details["group"] = resource.group
-        details["kind"] = resource.plural
-        details["retryAfterSeconds"] = 1
-        return cls.make(
-            409,
-            "AlreadyExists",
-            f'{resource.group_resource} "{name}" already exists, the server was not able to '
-            "generate a unique name for the object",
-            details,
-        )
+        """errors.NewGenerateNameConflict: every generated name tried was taken (the
+        AlreadyExists Status, with its reason told and a retry after one second)."""
+        status = cls.already_exists(resource, name).status
+        status["message"] += ", the server was not able to generate a unique name for the object"
+        status["details"]["retryAfterSeconds"] = 1
+        return cls(status)
 
     @classmethod
     def conflict(cls, resource: ResourceType, name: str, why: str) -> APIError:
