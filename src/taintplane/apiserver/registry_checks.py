@@ -1,0 +1,121 @@
+"""The checks every write goes through, in the registry's order: the body's type against the
+kind's schema (``check_type``), the strategy's defaulting and preparation (``run_strategy``),
+validation (``validate``) and the record of who set which fields (``record_fields``).
+Each turns a failure into the Status kube-apiserver answers with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from taintplane.api.decoding import DecodeError, format_time
+from taintplane.api.scheme import ResourceType
+from taintplane.apiserver import fieldmanager, typecheck
+from taintplane.apiserver.status import APIError
+from taintplane.clock import Clock
+
+__all__ = ["Apply", "cannot_handle", "check_type", "record_fields", "run_strategy", "validate"]
+
+
+@dataclass(frozen=True)
+class Apply:
+    """A server-side apply: the applied configuration and whether conflicts are overridden."""
+
+    config: dict[str, Any]
+    force: bool = False
+
+
+def check_type(
+    resource: ResourceType,
+    obj: dict[str, Any],
+    field_validation: str = "Warn",
+    baseline: dict[str, Any] | None = None,
+) -> None:
+    """``obj`` is of the kind and version served at ``resource`` and every field has its
+    schema's type; unknown fields are refused under ``fieldValidation=Strict``."""
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    if api_version and api_version != resource.api_version:
+        raise APIError.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API "
+            f"version ({resource.api_version})"
+        )
+    if kind and kind != resource.kind:
+        raise APIError.bad_request(
+            f"the kind in the data ({kind}) does not match the expected kind ({resource.kind})"
+        )
+    schema = typecheck.schemas()["kinds"].get(
+        f"{resource.group}/{resource.version}/{resource.kind}"
+    )
+    if schema is None:
+        return
+    try:
+        report = typecheck.check_object(obj, schema, baseline)
+    except typecheck.TypeCheckError as error:
+        raise cannot_handle(resource, DecodeError(error.message)) from error
+    if report.unknown and field_validation == "Strict":
+        unknown = ", ".join(f'unknown field "{path}"' for path in report.unknown)
+        raise cannot_handle(resource, DecodeError(f"strict decoding error: {unknown}"))
+
+
+def record_fields(
+    clock: Clock,
+    resource: ResourceType,
+    new: dict[str, Any],
+    old: dict[str, Any] | None,
+    *,
+    manager: str,
+    apply: Apply | None,
+    subresource: str,
+    has_status: bool,
+) -> None:
+    """Record in ``metadata.managedFields`` which fields ``manager`` set."""
+    if subresource == "binding" or not manager:
+        return
+    now = format_time(clock.now())
+    if apply is not None:
+        fieldmanager.record_apply(
+            new,
+            old,
+            apply.config,
+            manager,
+            resource.api_version,
+            now,
+            force=apply.force,
+            skip_status=has_status,
+        )
+    else:
+        fieldmanager.record_update(
+            new,
+            old,
+            manager,
+            resource.api_version,
+            now,
+            subresource=subresource,
+            skip_status=has_status,
+        )
+
+
+def run_strategy(resource: ResourceType, step: Callable[[], None]) -> None:
+    """Run a strategy step (defaulting, preparing), its decoding errors answered as 400."""
+    try:
+        step()
+    except DecodeError as error:
+        raise cannot_handle(resource, error) from error
+
+
+def validate(resource: ResourceType, name: str, check: Callable[[], Sequence[Any]]) -> None:
+    """Run a validation: its field errors answered as 422 Invalid."""
+    try:
+        errors = check()
+    except DecodeError as error:
+        raise cannot_handle(resource, error) from error
+    if errors:
+        raise APIError.invalid(resource, name, errors)
+
+
+def cannot_handle(resource: ResourceType, error: DecodeError) -> APIError:
+    return APIError.bad_request(
+        f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+        f"{resource.kind}: {error.message}"
+    )
