@@ -133,7 +133,7 @@ async def explain_pod(client: Client, name: str, namespace: str) -> dict[str, An
     decision = view.explain(pending)
     rows = []
     statuses = decision.diagnosis.node_statuses if decision.diagnosis else {}
-    for node in view.node_order():
+    for node in view.placement.node_order():
         status = statuses.get(node.name)
         if status is None:
             scores = {

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from taintplane.api.decoding import format_micro_time, format_time
 from taintplane.api.features import FeatureGates
@@ -24,8 +20,8 @@ from taintplane.client import ApiError, Client, Informer, resource
 from taintplane.client.events import EventRecorder, event_name
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
-from taintplane.scheduler.diagnosis import NO_NODES_AVAILABLE, Diagnosis, fit_error_message
-from taintplane.scheduler.framework import CycleState, Framework, Status
+from taintplane.scheduler.cycle import Decision, Placement, nodes_to_find
+from taintplane.scheduler.framework import CycleState, Framework
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
 from taintplane.scheduler.plugins.dynamic_resources import DraCaches, DynamicResources
@@ -36,24 +32,19 @@ from taintplane.scheduler.plugins.node_resources import (
     NodeResourcesFit,
 )
 from taintplane.scheduler.plugins.node_unschedulable import NodeUnschedulable
-from taintplane.scheduler.plugins.pod_topology_spread import ALL_NODES_KEY, PodTopologySpread
+from taintplane.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from taintplane.scheduler.plugins.taint_toleration import TaintToleration
-from taintplane.scheduler.preemption import evaluate_preemption
 from taintplane.scheduler.queue import ClusterEvent, SchedulingQueue
-from taintplane.scheduler.table import NodeTable
 
 __all__ = ["DEFAULT_SCHEDULER", "Scheduler", "default_framework", "nodes_to_find"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULER = "default-scheduler"
-MIN_FEASIBLE_NODES = 100
-MIN_FEASIBLE_PERCENTAGE = 5
 
 NODES = resource("", "v1", "nodes")
 PODS = resource("", "v1", "pods")
 PDBS = resource("policy", "v1", "poddisruptionbudgets")
-NOMINATED_KEY = "nominated-pods"
 RESOURCE_CLAIMS = resource("resource.k8s.io", "v1", "resourceclaims")
 RESOURCE_SLICES = resource("resource.k8s.io", "v1", "resourceslices")
 DEVICE_CLASSES = resource("resource.k8s.io", "v1", "deviceclasses")
@@ -85,27 +76,6 @@ def default_framework(
     return Framework(plugins, weights)
 
 
-def nodes_to_find(all_nodes: int, percentage: int = 0) -> int:
-    """``numFeasibleNodesToFind``: with the adaptive default, 50 % minus 1 % per 125 nodes,
-    never under 5 %, never under 100 nodes."""
-    if all_nodes < MIN_FEASIBLE_NODES:
-        return all_nodes
-    if percentage == 0:
-        percentage = max(50 - all_nodes // 125, MIN_FEASIBLE_PERCENTAGE)
-    return max(all_nodes * percentage // 100, MIN_FEASIBLE_NODES)
-
-
-@dataclass
-class Decision:
-    node: str = ""
-    diagnosis: Diagnosis | None = None
-    message: str = ""
-    scores: dict[str, dict[str, int]] | None = None
-    nominated: str = ""  # preemption: the node room is being made on
-    victims: Sequence[PodInfo] = ()
-    state: CycleState | None = None  # the cycle's state, for Reserve and PreBind
-
-
 class Scheduler:
     def __init__(
         self,
@@ -124,18 +94,18 @@ class Scheduler:
         self.dra_caches = DraCaches()
         self.dra = DynamicResources(self.dra_caches, client)
         self.framework = default_framework(features, self.dra)
-        self.percentage = percentage_of_nodes_to_score
+        self.placement = Placement(
+            self.framework,
+            percentage=percentage_of_nodes_to_score,
+            seed=seed,
+            budgets=lambda: list(self.pdb_informer.cache.values()),
+        )
+        # The placement's own maps, which the informer handlers keep current.
+        self.nodes = self.placement.nodes
+        self.nominated = self.placement.nominated
         self.queue = SchedulingQueue(clock)
-        self.nodes: dict[str, NodeInfo] = {}
-        self._order: list[NodeInfo] | None = None
-        self._table: NodeTable | None = None
-        self._next_start = 0
         self._assumed: dict[str, str] = {}  # pod key -> node, until the binding is seen
         self._placed: dict[str, str] = {}  # pod key -> the node whose accounting holds it
-        #: Pending pods nominated to a node by preemption (key -> (node, pod)): the room made
-        #: for them is kept from pods of no higher priority, as upstream's nominator does.
-        self.nominated: dict[str, tuple[str, PodInfo]] = {}
-        self._random = random.Random(seed)
         self.recorder = EventRecorder(client, clock, scheduler_name)
         self._bindings: set[asyncio.Task[None]] = set()
         # Bindings in flight at once (upstream binds in goroutines under client rate limits):
@@ -202,14 +172,14 @@ class Scheduler:
         info = NodeInfo.of(node)
         existing = self.nodes.get(info.name)
         self.nodes[info.name] = existing.with_node(node) if existing else info
-        self._order = self._table = None
+        self.placement.nodes_changed()
         self.queue.on_event(ClusterEvent.NODE_ADD)
 
     def _node_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         before = self.nodes.get(new["metadata"]["name"])
         after = before.with_node(new) if before else NodeInfo.of(new)
         self.nodes[after.name] = after
-        self._order = self._table = None
+        self.placement.nodes_changed()
         if before is None:
             self.queue.on_event(ClusterEvent.NODE_ADD)
             return
@@ -224,7 +194,7 @@ class Scheduler:
 
     def _node_deleted(self, node: dict[str, Any]) -> None:
         self.nodes.pop(node["metadata"]["name"], None)
-        self._order = self._table = None
+        self.placement.nodes_changed()
 
     def _track_nomination(self, pod: dict[str, Any], info: PodInfo) -> None:
         node = (pod.get("status") or {}).get("nominatedNodeName")
@@ -241,10 +211,10 @@ class Scheduler:
             node = self.nodes.get(info.node_name)
             if node is None:
                 node = self.nodes[info.node_name] = NodeInfo(info.node_name, {}, {}, (), True, {})
-                self._order = self._table = None
+                self.placement.nodes_changed()
             node.add_pod(info)
             self._placed[info.key] = info.node_name
-            self._touched(info.node_name)
+            self.placement.touched(info.node_name)
         elif self._responsible(pod) and not pod["metadata"].get("deletionTimestamp"):
             self.queue.add(info)
 
@@ -283,7 +253,7 @@ class Scheduler:
             node = self.nodes.get(placed)
             if node is not None:
                 node.remove_pod(info.key)
-                self._touched(placed)
+                self.placement.touched(placed)
             del self._placed[info.key]
 
     def _pod_deleted(self, pod: dict[str, Any]) -> None:
@@ -295,178 +265,11 @@ class Scheduler:
         node = self.nodes.get(placed) if placed else None
         if node is not None and info.key in node.pods:
             node.remove_pod(info.key)
-            self._touched(node.name)
+            self.placement.touched(node.name)
             self.queue.on_event(ClusterEvent.ASSIGNED_POD_DELETE)
 
-    # ---- one cycle -------------------------------------------------------------------------
-
-    def node_order(self) -> list[NodeInfo]:
-        if self._order is None:
-            self._order = [self.nodes[name] for name in sorted(self.nodes) if self.nodes[name].node]
-        return self._order
-
-    def table(self) -> NodeTable:
-        if self._table is None:
-            self._table = NodeTable(self.node_order())
-        return self._table
-
-    def _touched(self, *node_names: str | None) -> None:
-        """A node's pods changed: keep the column table in step."""
-        if self._table is not None:
-            for name in node_names:
-                if name:
-                    self._table.refresh(name)
-
-    def decide(self, pod: PodInfo, *, explain: bool = False) -> Decision:
-        """The scheduling decision for ``pod`` on the current view (no side effects beyond
-        advancing the round-robin start, as upstream)."""
-        nodes = self.node_order()
-        if not nodes:
-            return Decision(message=NO_NODES_AVAILABLE, diagnosis=Diagnosis(0))
-        state = CycleState()
-        state.data[ALL_NODES_KEY] = nodes
-        rejected = self.framework.run_pre_filter(state, pod, nodes)
-        if rejected is not None:
-            diagnosis = Diagnosis(
-                len(nodes), pre_filter_message=rejected.message, pre_filter_plugin=rejected.plugin
-            )
-            return Decision(diagnosis=diagnosis, message=fit_error_message(diagnosis))
-        decision = self._decide_filtered(state, pod, nodes, explain)
-        decision.state = state
-        return decision
-
-    def _decide_filtered(
-        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], explain: bool
-    ) -> Decision:
-        reserved = self._nominated_for(pod)
-        if reserved:
-            state.data[NOMINATED_KEY] = reserved
-        elif not explain:
-            fast = self._decide_in_bulk(state, pod, nodes)
-            if fast is not None:
-                return fast
-        return self._decide_node_by_node(state, pod, nodes, explain)
-
-    def _nominated_for(self, pod: PodInfo) -> dict[str, list[PodInfo]]:
-        """Pods nominated to each node with at least ``pod``'s priority (not ``pod`` itself)."""
-        reserved: dict[str, list[PodInfo]] = {}
-        for key, (node, other) in self.nominated.items():
-            if key != pod.key and other.priority >= pod.priority:
-                reserved.setdefault(node, []).append(other)
-        return reserved
-
-    def _filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
-        """``RunFilterPluginsWithNominatedPods``: with the node's nominated pods of no lower
-        priority counted as if placed, then (if that passed) without them."""
-        reserved = state.data.get(NOMINATED_KEY, {}).get(node.name)
-        if not reserved:
-            return self.framework.run_filter(state, pod, node)
-        added = [p for p in reserved if p.key not in node.pods]
-        for other in added:
-            node.add_pod(other)
-        try:
-            status = self.framework.run_filter(state, pod, node)
-        finally:
-            for other in added:
-                node.remove_pod(other.key)
-        if status is not None:
-            return status
-        return self.framework.run_filter(state, pod, node)
-
-    def _decide_in_bulk(
-        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
-    ) -> Decision | None:
-        table = self.table()
-        mask = self.framework.run_filter_all(state, pod, table)
-        if mask is None:
-            return None
-        feasible = np.flatnonzero(mask)
-        if feasible.size == 0:
-            return None  # the failure is diagnosed node by node, for its exact message
-        count = len(nodes)
-        start = self._next_start % count
-        positions = (feasible - start) % count
-        order = np.argsort(positions, kind="stable")
-        want = nodes_to_find(count, self.percentage)
-        chosen = feasible[order[:want]]
-        processed = int(positions[order[want - 1]]) + 1 if feasible.size >= want else count
-        self._next_start = (start + processed) % count
-        if chosen.size == 1:
-            return Decision(node=nodes[int(chosen[0])].name)
-        self.framework.run_pre_score(state, pod, _Rows(nodes, chosen))
-        scores = self.framework.run_score_all(state, pod, table, chosen)
-        if scores is None:
-            picked = [nodes[int(i)] for i in chosen]
-            per_node = self.framework.run_score(state, pod, picked)
-            totals = {n.name: sum(plugin[n.name] for plugin in per_node.values()) for n in picked}
-            return Decision(node=self._select(totals))
-        total = np.zeros(chosen.size, dtype=np.int64)
-        for plugin_scores in scores.values():
-            total += plugin_scores
-        # Among equal totals, one uniformly at random (what upstream's reservoir sampling
-        # amounts to), in one draw.
-        ties = chosen[total == total.max()]
-        pick = ties[self._random.randrange(ties.size)] if ties.size > 1 else ties[0]
-        return Decision(node=nodes[int(pick)].name)
-
-    def _decide_node_by_node(
-        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], explain: bool
-    ) -> Decision:
-        want = len(nodes) if explain else nodes_to_find(len(nodes), self.percentage)
-        feasible: list[NodeInfo] = []
-        statuses: dict[str, Status] = {}
-        start = 0 if explain else self._next_start % len(nodes)
-        processed = 0
-        for offset in range(len(nodes)):
-            node = nodes[(start + offset) % len(nodes)]
-            processed += 1
-            status = self._filter(state, pod, node)
-            if status is None:
-                feasible.append(node)
-                if len(feasible) >= want:
-                    break
-            else:
-                statuses[node.name] = status
-        if not explain:
-            self._next_start = (start + processed) % len(nodes)
-        if not feasible:
-            diagnosis = Diagnosis(len(nodes), statuses)
-            preemption = evaluate_preemption(
-                self.framework,
-                state,
-                pod,
-                nodes,
-                statuses,
-                budgets=list(self.pdb_informer.cache.values()),
-                run_filter=self._filter,
-            )
-            diagnosis.post_filter_message = preemption.message
-            return Decision(
-                diagnosis=diagnosis,
-                message=fit_error_message(diagnosis),
-                nominated=preemption.node,
-                victims=preemption.victims,
-            )
-        if len(feasible) == 1 and not explain:
-            return Decision(node=feasible[0].name)
-        self.framework.run_pre_score(state, pod, feasible)
-        scores = self.framework.run_score(state, pod, feasible)
-        totals = {
-            node.name: sum(plugin[node.name] for plugin in scores.values()) for node in feasible
-        }
-        return Decision(
-            node=self._select(totals), scores=scores, diagnosis=Diagnosis(len(nodes), statuses)
-        )
-
-    def _select(self, totals: dict[str, int]) -> str:
-        """The highest total; among equals, one chosen uniformly at random (what upstream's
-        reservoir sampling amounts to, with one draw instead of one per tie)."""
-        best = max(totals.values())
-        ties = [name for name, total in totals.items() if total == best]
-        return ties[self._random.randrange(len(ties))] if len(ties) > 1 else ties[0]
-
     async def schedule_one(self, pod: PodInfo) -> None:
-        decision = self.decide(pod)
+        decision = self.placement.decide(pod)
         if not decision.node:
             rejected = decision.diagnosis.unschedulable_plugins if decision.diagnosis else set()
             self.queue.unschedulable(pod, rejected)
@@ -486,7 +289,7 @@ class Scheduler:
             {**pod.pod, "spec": {**(pod.pod.get("spec") or {}), "nodeName": node.name}}
         )
         node.add_pod(assumed)
-        self._touched(node.name)
+        self.placement.touched(node.name)
         self._assumed[pod.key] = node.name
         self._placed[pod.key] = node.name
         self.queue.done(pod.key)
@@ -540,7 +343,7 @@ class Scheduler:
             info = self.nodes.get(node)
             if info is not None:
                 info.remove_pod(pod.key)
-                self._touched(node)
+                self.placement.touched(node)
             self._placed.pop(pod.key, None)
 
     async def _preempt(self, pod: PodInfo, node: str, victims: Sequence[PodInfo]) -> None:
@@ -657,25 +460,13 @@ class Scheduler:
         # Never waits (client-go's events library queues and drops when overloaded).
         self.recorder.emit(pod.namespace, event)
 
+    def decide(self, pod: PodInfo, *, explain: bool = False) -> Decision:
+        return self.placement.decide(pod, explain=explain)
+
     def explain(self, pod: dict[str, Any]) -> Decision:
         """Every node's verdict and the scores, for ``taintplane explain``."""
-        return self.decide(PodInfo.of(pod), explain=True)
+        return self.placement.decide(PodInfo.of(pod), explain=True)
 
 
 def _claim_statuses(pod: dict[str, Any]) -> Any:
     return (pod.get("status") or {}).get("resourceClaimStatuses")
-
-
-class _Rows(Sequence[NodeInfo]):
-    """The chosen nodes, without building a list (PreScore rarely looks at them)."""
-
-    def __init__(self, nodes: list[NodeInfo], rows: Any) -> None:
-        self._nodes, self._rows = nodes, rows
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self._nodes[int(i)] for i in self._rows[index]]
-        return self._nodes[int(self._rows[index])]
