@@ -49,3 +49,50 @@ def test_a_handler_added_late_is_told_of_every_cached_object(tmp_path: Path) -> 
             assert sorted(seen) == ["a", "b"]
 
     asyncio.run(scenario())
+
+
+def test_cached_objects_carry_no_managed_fields_and_updates_from_them_keep_the_stored_ones(
+    tmp_path: Path,
+) -> None:
+    """kube-controller-manager's and kube-scheduler's informers trim managedFields; a
+    component that writes back a cached object does not lose the server's record of who set
+    what. Each component writes under upstream's name for it."""
+
+    async def scenario() -> None:
+        clock = VirtualClock()
+        async with in_process_cluster(tmp_path, clock, nodes=[NodeShape("node-1")]) as cluster:
+            assert cluster.client is not None
+            assert cluster.controller_manager is not None
+            await clock.advance(1)  # the node reports Ready: the pod can be placed
+            pod = {
+                "metadata": {"name": "a", "labels": {"app": "a"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            }
+            await cluster.client.create(PODS, pod, namespace="default")
+            await clock.advance(1)
+            stored = await cluster.client.get(PODS, "a", "default")
+            assert stored["status"]["phase"] == "Running"
+            managers = {
+                (e["manager"], e.get("subresource", ""))
+                for e in stored["metadata"]["managedFields"]
+            }
+            assert managers == {("taintplane", ""), ("kubelet", "status")}
+
+            informer = cluster.controller_manager.informers.pods
+            cached = informer.get("default/a")
+            assert cached is not None
+            assert "managedFields" not in cached["metadata"]
+            changed = {**cached, "metadata": {**cached["metadata"], "labels": {"app": "b"}}}
+            component = cluster.client.with_field_manager("kube-controller-manager")
+            updated = await component.update(PODS, changed)
+            assert {
+                (e["manager"], e.get("subresource", ""))
+                for e in updated["metadata"]["managedFields"]
+            } == managers | {("kube-controller-manager", "")}
+            await clock.advance(1)
+            cached = informer.get("default/a")
+            assert cached is not None
+            assert cached["metadata"]["labels"] == {"app": "b"}
+            assert "managedFields" not in cached["metadata"]
+
+    asyncio.run(scenario())

@@ -21,6 +21,7 @@ from taintplane import runtime
 from taintplane.cli.admin import kubeconfig_option
 from taintplane.cli.kubeconfig import load_target
 from taintplane.client import Client, HTTPTransport
+from taintplane.client.client import COMPONENT_FIELD_MANAGERS
 from taintplane.client.leaderelection import LeaderElector
 from taintplane.clock import RealClock
 
@@ -33,7 +34,7 @@ def _run(kubeconfig: str | None, what: str, build: Callable[[Client], Awaitable[
 
     async def main() -> None:
         transport = HTTPTransport(target.server, token=target.token, verify=target.verify)
-        client = Client(transport, field_manager=f"taintplane-{what}")
+        client = Client(transport, field_manager=COMPONENT_FIELD_MANAGERS[what])
         try:
             await client.version()
         except Exception as error:

@@ -14,7 +14,7 @@ import orjson
 from taintplane.api.scheme import SCHEME, ResourceType
 from taintplane.client.transport import Transport
 
-__all__ = ["PATCH_TYPES", "ApiError", "Client", "WatchEvent"]
+__all__ = ["COMPONENT_FIELD_MANAGERS", "PATCH_TYPES", "ApiError", "Client", "WatchEvent"]
 
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
@@ -61,10 +61,24 @@ def _path(rt: ResourceType, namespace: str = "", name: str = "", subresource: st
     return path
 
 
+#: The field manager each component writes as: upstream's component names (the first word of
+#: their user agents, which is what kube-apiserver records when no fieldManager is given).
+COMPONENT_FIELD_MANAGERS = {
+    "scheduler": "kube-scheduler",
+    "controller-manager": "kube-controller-manager",
+    "agents": "kubelet",
+}
+
+
 class Client:
     def __init__(self, transport: Transport, *, field_manager: str = "taintplane") -> None:
         self.transport = transport
         self.field_manager = field_manager
+
+    def with_field_manager(self, field_manager: str) -> Client:
+        """A client on the same transport whose writes are recorded under ``field_manager``
+        (each component its own, as upstream's: kubelet, kube-scheduler, ...)."""
+        return Client(self.transport, field_manager=field_manager)
 
     async def _call(
         self,

@@ -25,6 +25,9 @@ Handler = Callable[[dict[str, Any]], None]
 UpdateHandler = Callable[[dict[str, Any], dict[str, Any]], None]
 #: An index function: the values under which an object is filed (e.g. its node's name).
 IndexFunc = Callable[[dict[str, Any]], Iterable[str]]
+#: Applied to every object before it is cached or handed to a handler (client-go's
+#: TransformFunc); it may change the object in place and returns what to keep.
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def object_key(obj: dict[str, Any]) -> str:
@@ -43,10 +46,12 @@ class Informer:
         on_add: Handler | None = None,
         on_update: UpdateHandler | None = None,
         on_delete: Handler | None = None,
+        transform: Transform | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
         self.namespace = namespace
+        self._transform = transform
         self.cache: dict[str, dict[str, Any]] = {}
         self.synced = asyncio.Event()
         self._adds: list[Handler] = [on_add] if on_add else []
@@ -146,6 +151,8 @@ class Informer:
 
     async def _list(self) -> None:
         items, rv = await self.client.list(self.resource, self.namespace)
+        if self._transform is not None:
+            items = [self._transform(obj) for obj in items]
         fresh = {object_key(obj): obj for obj in items}
         for key, gone in list(self.cache.items()):
             if key not in fresh:
@@ -172,6 +179,8 @@ class Informer:
                 )
                 if kind == "BOOKMARK":
                     continue
+                if self._transform is not None:
+                    obj = self._transform(obj)
                 key = object_key(obj)
                 if kind == "DELETED":
                     self._store(key, None)

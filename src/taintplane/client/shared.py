@@ -11,9 +11,9 @@ from typing import Any
 
 from taintplane.api.scheme import ResourceType
 from taintplane.client.client import Client, resource
-from taintplane.client.informer import Informer
+from taintplane.client.informer import Informer, Transform
 
-__all__ = ["SharedInformers", "pod_node_name"]
+__all__ = ["SharedInformers", "drop_managed_fields", "pod_node_name"]
 
 
 def pod_node_name(pod: dict[str, Any]) -> list[str]:
@@ -22,9 +22,23 @@ def pod_node_name(pod: dict[str, Any]) -> list[str]:
     return [node] if node else []
 
 
+def drop_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """The transform kube-controller-manager and kube-scheduler give their informer
+    factories: cached objects without ``metadata.managedFields``, which no controller reads
+    and which are a large part of every object (an update sent without them keeps the
+    stored ones)."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("managedFields", None)
+    return obj
+
+
 class SharedInformers:
-    def __init__(self, client: Client) -> None:
+    def __init__(
+        self, client: Client, *, transform: Transform | None = drop_managed_fields
+    ) -> None:
         self.client = client
+        self._transform = transform
         self._informers: dict[tuple[str, str, str], Informer] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._started: set[tuple[str, str, str]] = set()
@@ -34,7 +48,9 @@ class SharedInformers:
         key = (group, version, plural)
         found = self._informers.get(key)
         if found is None:
-            found = Informer(self.client, resource(group, version, plural))
+            found = Informer(
+                self.client, resource(group, version, plural), transform=self._transform
+            )
             self._informers[key] = found
             if self._running:
                 self.start()  # asked for late: start it rather than leave its cache empty

@@ -24,8 +24,9 @@ from taintplane.agents.nodes import NodeShape
 from taintplane.api.features import FeatureGates
 from taintplane.apiserver.app import APIServer
 from taintplane.apiserver.auth.tokens import ensure_admin_token
-from taintplane.client import Client, InProcessTransport
+from taintplane.client.client import COMPONENT_FIELD_MANAGERS, Client
 from taintplane.client.shared import SharedInformers
+from taintplane.client.transport import InProcessTransport
 from taintplane.clock import Clock, RealClock, VirtualClock
 from taintplane.controllers.manager import ALL_CONTROLLERS, ControllerConfig, ControllerManager
 from taintplane.scheduler.scheduler import Scheduler
@@ -175,7 +176,10 @@ class Cluster:
         informers = SharedInformers(self.client)
         if "scheduler" in self.config.components:
             self.scheduler = Scheduler(
-                self.client, self.clock, features=self.config.features, informers=informers
+                self.client.with_field_manager(COMPONENT_FIELD_MANAGERS["scheduler"]),
+                self.clock,
+                features=self.config.features,
+                informers=informers,
             )
             self._spawn(self.scheduler.run(), "scheduler")
         if "controller-manager" in self.config.components:
@@ -184,12 +188,18 @@ class Cluster:
             if controller_config.controllers is None:
                 controller_config.controllers = self.config.controllers
             self.controller_manager = ControllerManager(
-                self.client, self.clock, controller_config, informers=informers
+                self.client.with_field_manager(COMPONENT_FIELD_MANAGERS["controller-manager"]),
+                self.clock,
+                controller_config,
+                informers=informers,
             )
             self._spawn(self.controller_manager.run(), "controller-manager")
         if "agents" in self.config.components:
             self.kubelets = Kubelets(
-                self.client, self.clock, config=self.config.kubelet, informers=informers
+                self.client.with_field_manager(COMPONENT_FIELD_MANAGERS["agents"]),
+                self.clock,
+                config=self.config.kubelet,
+                informers=informers,
             )
             await self.kubelets.add(self.config.nodes)
             self._spawn(self.kubelets.run(), "agents")
