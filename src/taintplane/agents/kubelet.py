@@ -19,12 +19,12 @@ from typing import Any
 
 from taintplane.agents.dra_driver import DraDriver
 from taintplane.agents.nodes import (
-    CONDITION_ORDER,
     HEALTHY,
     NodeShape,
-    condition,
     node_object,
     node_status,
+    set_conditions,
+    status_changed,
 )
 from taintplane.agents.pods import PodRuntime
 from taintplane.api.decoding import format_micro_time
@@ -66,8 +66,10 @@ class SimulatedNode:
     index: int
     running: bool = True
     uid: str = ""
-    #: Condition type -> (status, lastTransitionTime) as the kubelet last reported it.
-    conditions: dict[str, tuple[str, datetime]] = field(default_factory=dict)
+    #: The conditions of the newest Node the kubelet has seen (its own writes, its informer,
+    #: a GET), and that Node's resourceVersion: what its status setters start from.
+    stored_conditions: list[dict[str, Any]] = field(default_factory=list)
+    stored_version: int = -1
     #: Injected condition statuses that override the healthy defaults.
     overrides: dict[str, str] = field(default_factory=dict)
     last_report: datetime | None = None
@@ -127,6 +129,7 @@ class Kubelets:
                 raise
             created = await self.client.get(NODES, shape.name)  # registered before a restart
         node.uid = str(created["metadata"].get("uid", ""))
+        _remember(node, created)
         # What a starting kubelet tells about itself before its first status.
         recorder = self.recorders[shape.name]
         reference = _node_reference(shape.name)
@@ -159,6 +162,13 @@ class Kubelets:
         if node.running:
             return
         node.running = True
+        # While it was silent the node lifecycle controller may have set its conditions
+        # Unknown; read them from the API server, as upstream's status update does, rather
+        # than trust an informer that may not have caught up yet.
+        try:
+            _remember(node, await self.client.get(NODES, name))
+        except ApiError as error:
+            log.info("kubelet %s: reading its node failed: %s", name, error)
         await self._post_status(node, force=True)
         await self._renew_lease(node)
         self.pods.resync(name)
@@ -182,18 +192,6 @@ class Kubelets:
         wanted.update(node.overrides)
         return wanted
 
-    def _conditions(self, node: SimulatedNode, now: datetime) -> list[dict[str, Any]]:
-        wanted = self._desired(node)
-        ordered = [t for t in ("NetworkUnavailable",) if t in wanted] + list(CONDITION_ORDER)
-        result = []
-        for type_ in ordered:
-            status = wanted[type_]
-            previous = node.conditions.get(type_)
-            transition = previous[1] if previous and previous[0] == status else now
-            node.conditions[type_] = (status, transition)
-            result.append(condition(type_, status, now, transition))
-        return result
-
     def _schedulable_event(self, node: SimulatedNode) -> None:
         """Upstream's recordNodeSchedulableEvent, run with the status setters on every status
         update: NodeNotSchedulable / NodeSchedulable when spec.unschedulable has changed
@@ -213,11 +211,16 @@ class Kubelets:
         )
 
     async def _post_status(self, node: SimulatedNode, *, force: bool = False) -> None:
+        """Upstream's tryUpdateNodeStatus: run the condition setters on the stored node (as
+        the informer has it, unless the kubelet's own last write is newer), post the status
+        if it changed or is due, then tell the changes."""
         now = self.clock.now()
         self._schedulable_event(node)
-        before = {t: s for t, (s, _) in node.conditions.items()}
-        conditions = self._conditions(node, now)
-        changed = before != {t: s for t, (s, _) in node.conditions.items()}
+        seen = self.node_informer.get(node.name)
+        if seen is not None:
+            _remember(node, seen)
+        conditions, events = set_conditions(node.stored_conditions, self._desired(node), now)
+        changed = status_changed(node.stored_conditions, conditions)
         due = node.last_report is None or (
             (now - node.last_report).total_seconds() >= self.config.node_status_report_frequency
         )
@@ -225,42 +228,23 @@ class Kubelets:
             return
         status = node_status(node.shape, node.index, conditions)
         try:
-            await self.client.patch(NODES, node.name, {"status": status}, subresource="status")
-            node.last_report = now
+            posted = await self.client.patch(
+                NODES, node.name, {"status": status}, subresource="status"
+            )
         except ApiError as error:
             log.info("kubelet %s: posting status failed: %s", node.name, error)
             return
-        if changed:
-            self._status_events(node, before)
-
-    def _status_events(self, node: SimulatedNode, before: dict[str, str]) -> None:
-        """Upstream's condition setters: an event for each condition that changed status. A
-        pressure condition starts Unknown, so the first status tells "sufficient memory" and
-        so on; a Ready condition seen for the first time is not an event (NodeReady comes
-        with a later change only)."""
-        names = {
-            ("Ready", "True"): "NodeReady",
-            ("Ready", "False"): "NodeNotReady",
-            ("MemoryPressure", "True"): "NodeHasInsufficientMemory",
-            ("MemoryPressure", "False"): "NodeHasSufficientMemory",
-            ("DiskPressure", "True"): "NodeHasDiskPressure",
-            ("DiskPressure", "False"): "NodeHasNoDiskPressure",
-            ("PIDPressure", "True"): "NodeHasInsufficientPID",
-            ("PIDPressure", "False"): "NodeHasSufficientPID",
-        }
+        node.last_report = now
+        _remember(node, posted)
         reference = _node_reference(node.name)
-        for type_, (status, _) in node.conditions.items():
-            reason = names.get((type_, status))
-            if type_ == "Ready" and type_ not in before:
-                continue
-            if reason and before.get(type_) != status:
-                self.recorders[node.name].event(
-                    {},
-                    "Normal",
-                    reason,
-                    f"Node {node.name} status is now: {reason}",
-                    reference=reference,
-                )
+        for reason in events:
+            self.recorders[node.name].event(
+                {},
+                "Normal",
+                reason,
+                f"Node {node.name} status is now: {reason}",
+                reference=reference,
+            )
 
     async def _renew_lease(self, node: SimulatedNode) -> None:
         now = self.clock.now()
@@ -320,6 +304,15 @@ class Kubelets:
             await self.pods.stop()
             if self._own_informers:
                 await self.informers.stop()
+
+
+def _remember(node: SimulatedNode, seen: dict[str, Any]) -> None:
+    """Keep the conditions of ``seen`` unless the kubelet already knows a newer Node: an
+    informer may still hold the node from before the kubelet's last status post."""
+    version = int(seen["metadata"].get("resourceVersion") or 0)
+    if version >= node.stored_version:
+        node.stored_version = version
+        node.stored_conditions = (seen.get("status") or {}).get("conditions") or []
 
 
 def _node_reference(name: str) -> dict[str, str]:

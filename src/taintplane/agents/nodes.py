@@ -20,6 +20,8 @@ __all__ = [
     "node_address",
     "node_object",
     "node_status",
+    "set_conditions",
+    "status_changed",
 ]
 
 KUBELET_VERSION = "v1.35.0"
@@ -61,6 +63,19 @@ HEALTHY = {
 }
 
 
+# The event the kubelet records when a condition changes to a status (upstream's setters).
+_CONDITION_EVENTS = {
+    ("Ready", "True"): "NodeReady",
+    ("Ready", "False"): "NodeNotReady",
+    ("MemoryPressure", "True"): "NodeHasInsufficientMemory",
+    ("MemoryPressure", "False"): "NodeHasSufficientMemory",
+    ("DiskPressure", "True"): "NodeHasDiskPressure",
+    ("DiskPressure", "False"): "NodeHasNoDiskPressure",
+    ("PIDPressure", "True"): "NodeHasInsufficientPID",
+    ("PIDPressure", "False"): "NodeHasSufficientPID",
+}
+
+
 def condition(
     type_: str, status: str, now: datetime, transition: datetime | None = None
 ) -> dict[str, Any]:
@@ -73,6 +88,51 @@ def condition(
         "reason": reason,
         "message": message,
     }
+
+
+def set_conditions(
+    stored: list[dict[str, Any]], wanted: dict[str, str], now: datetime
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Upstream's condition setters, run on the node as read from the API server: the
+    conditions to post, and the reasons of the events they tell.
+
+    A condition whose status differs from the stored one transitions now and is told; the
+    stored one may be the node lifecycle controller's Unknown, written while the kubelet was
+    silent. A missing pressure condition counts as Unknown (so a new node tells "sufficient
+    memory" and so on); a missing Ready condition is added without an event. Ready always
+    takes the kubelet's reason and message; an unchanged pressure condition keeps its own.
+    """
+    by_type = {c.get("type"): c for c in stored}
+    stamp = format_time(now)
+    ordered = [t for t in ("NetworkUnavailable",) if t in wanted] + list(CONDITION_ORDER)
+    conditions, events = [], []
+    for type_ in ordered:
+        status = wanted[type_]
+        old = by_type.get(type_)
+        new = condition(type_, status, now)
+        if old is not None and old.get("status") == status:
+            new["lastTransitionTime"] = old.get("lastTransitionTime", stamp)
+            if type_ != "Ready":
+                new["reason"] = old.get("reason", "")
+                new["message"] = old.get("message", "")
+        elif old is not None or type_ != "Ready":
+            reason = _CONDITION_EVENTS.get((type_, status))
+            if reason:
+                events.append(reason)
+        conditions.append(new)
+    return conditions, events
+
+
+def status_changed(stored: list[dict[str, Any]], posted: list[dict[str, Any]]) -> bool:
+    """Upstream's nodeStatusHasChanged for conditions: heartbeats alone are no change."""
+
+    def essence(conditions: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+        return {
+            c.get("type"): {k: v for k, v in c.items() if k != "lastHeartbeatTime"}
+            for c in conditions
+        }
+
+    return essence(stored) != essence(posted)
 
 
 @dataclass
