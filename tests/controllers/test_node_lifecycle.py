@@ -206,3 +206,39 @@ def test_a_whole_cluster_outage_evicts_nothing(tmp_path: Path) -> None:
             assert await sim.deletion(f"p{i}") is None
 
     simulate(tmp_path, scenario, components=AGENTS, controllers=LIFECYCLE, nodes=shapes(3))
+
+
+async def no_execute_taints(sim: Sim, node: str) -> list[tuple[str, str]]:
+    return [
+        (t["key"], t["timeAdded"])
+        for t in await sim.node_taints(node)
+        if t["effect"] == "NoExecute"
+    ]
+
+
+def test_nodes_excluded_from_disruption_checks_are_still_tainted(tmp_path: Path) -> None:
+    """Upstream's TestTaintBasedEvictions: every node of the zone carries
+    ``node.kubernetes.io/exclude-disruption``, so the zone has no state after a review, but
+    its tainting queue stays and gets a full bucket at ``--node-eviction-rate`` on each
+    review: one node is tainted per review (5 s)."""
+    excluded = {"node.kubernetes.io/exclude-disruption": ""}
+    nodes = [NodeShape(f"tn-{i}", labels=excluded, zone="zone1") for i in range(3)]
+    not_ready = "node.kubernetes.io/not-ready"
+
+    async def scenario(sim: Sim) -> None:
+        await sim.advance_to(12)
+        await sim.kubelets.set_condition("tn-1", "Ready", "False")
+        await sim.kubelets.set_condition("tn-2", "Ready", "False")
+        # The review at 15 s is the first to observe Ready=False.
+        await sim.advance_to(14.9)
+        assert await no_execute_taints(sim, "tn-1") == []
+        await sim.advance_to(15)
+        assert await no_execute_taints(sim, "tn-1") == [(not_ready, "2026-01-01T00:00:15Z")]
+        assert await no_execute_taints(sim, "tn-2") == []
+        await sim.advance_to(20)
+        assert await no_execute_taints(sim, "tn-2") == [(not_ready, "2026-01-01T00:00:20Z")]
+        await sim.advance_to(100)
+        assert await no_execute_taints(sim, "tn-0") == []
+        assert await no_execute_taints(sim, "tn-1") == [(not_ready, "2026-01-01T00:00:15Z")]
+
+    simulate(tmp_path, scenario, components=AGENTS, controllers=LIFECYCLE, nodes=nodes)

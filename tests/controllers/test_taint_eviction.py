@@ -4,6 +4,7 @@ the pod condition and the metrics."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import generate_latest
 
@@ -204,5 +205,64 @@ def test_a_pod_bound_to_an_already_tainted_node_is_scheduled_from_its_arrival(
             make_pod("late", node_name="n1", tolerations=[toleration("k", seconds=60)])
         )
         assert controller(sim).scheduled("default", "late") == at(102)
+
+    simulate(tmp_path, scenario, controllers=ONLY)
+
+
+def test_a_pod_evicted_again_keeps_its_disruption_condition_unwritten(tmp_path: Path) -> None:
+    """Upstream's addConditionAndDeletePod writes the condition only when UpdatePodCondition
+    changes it: a pod held by a finalizer, evicted at 10 s and again at 30 s (taint lifted at
+    20 s, put back at 30 s), keeps lastTransitionTime 10 s and gets no second status write."""
+
+    async def scenario(sim: Sim) -> None:
+        status_patches: list[str] = []
+        client = controller(sim).client
+        patch = client.patch
+
+        async def counting_patch(res: Any, name: str, body: Any, *args: Any, **kw: Any) -> Any:
+            if kw.get("subresource") == "status":
+                status_patches.append(name)
+            return await patch(res, name, body, *args, **kw)
+
+        client.patch = counting_patch  # type: ignore[method-assign,assignment]
+        await sim.create_node(make_node("n1"))
+        held = make_pod("web", node_name="n1")
+        held["metadata"]["finalizers"] = ["example.com/hold"]
+        await sim.create_pod(held)
+        await sim.advance_to(10)
+        await sim.taint("n1", [taint("k", effect="NoExecute")])
+        await sim.advance(0)
+        assert status_patches == ["web"]
+        await sim.advance_to(20)
+        await sim.taint("n1", None)
+        await sim.advance_to(30)
+        await sim.taint("n1", [taint("k", effect="NoExecute")])
+        await sim.advance(0)
+        pod = await sim.pod("web")
+        assert pod is not None
+        assert condition(pod) == {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "lastTransitionTime": "2026-01-01T00:00:10Z",
+            "reason": "DeletionByTaintManager",
+            "message": "Taint manager: deleting due to NoExecute taint",
+        }
+        assert status_patches == ["web"]
+        events = await sim.events("TaintManagerEviction")
+        # The events and the metrics are those of two evictions.
+        assert [
+            (e["message"], e["firstTimestamp"], e["lastTimestamp"], e["count"]) for e in events
+        ] == [
+            (
+                "Marking for deletion Pod default/web",
+                "2026-01-01T00:00:10Z",
+                "2026-01-01T00:00:30Z",
+                2,
+            )
+        ]
+        manager = sim.cluster.controller_manager
+        assert manager is not None
+        metrics = generate_latest(manager.registry).decode()
+        assert "taint_eviction_controller_pod_deletions_total 2.0" in metrics
 
     simulate(tmp_path, scenario, controllers=ONLY)

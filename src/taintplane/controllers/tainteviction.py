@@ -19,6 +19,7 @@ current instant, so under virtual time due instants are exact.
 from __future__ import annotations
 
 import asyncio
+import copy
 import heapq
 import itertools
 import logging
@@ -29,6 +30,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from taintplane.api.decoding import format_time
+from taintplane.api.podconditions import find_condition, update_pod_condition
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.tolerations import Toleration, matching_tolerations, min_toleration_seconds
 from taintplane.client import ApiError, Client, resource
@@ -291,19 +293,25 @@ class TaintEvictionController:
             self._slots.release()
 
     async def _condition_and_delete(self, namespace: str, name: str) -> None:
-        condition = {
+        """``addConditionAndDeletePod``: the DisruptionTarget condition is written only when
+        ``UpdatePodCondition`` changes it, so a pod evicted again keeps its first
+        ``lastTransitionTime`` and sees no status write; then the pod is deleted."""
+        pod = await self.client.get(PODS, name, namespace)
+        scratch = {"status": copy.deepcopy(pod.get("status") or {})}
+        disruption = {
             "type": "DisruptionTarget",
             "status": "True",
-            "lastTransitionTime": format_time(self.clock.now()),
             "reason": CONDITION_REASON,
             "message": CONDITION_MESSAGE,
         }
-        await self.client.patch(
-            PODS,
-            name,
-            {"status": {"conditions": [condition]}},
-            namespace=namespace,
-            patch_type="strategic",
-            subresource="status",
-        )
+        if update_pod_condition(scratch, disruption, format_time(self.clock.now())):
+            condition = find_condition(scratch, "DisruptionTarget")
+            await self.client.patch(
+                PODS,
+                name,
+                {"status": {"conditions": [condition]}},
+                namespace=namespace,
+                patch_type="strategic",
+                subresource="status",
+            )
         await self.client.delete(PODS, name, namespace)

@@ -151,7 +151,7 @@ class NodeLifecycleController:
         names = {n["metadata"]["name"] for n in nodes}
         for node in nodes:
             name = node["metadata"]["name"]
-            self._zone_for(node)
+            self.zones.add_if_new(node)
             if name not in self.known:
                 self.known[name] = node
                 await self._node_event(

@@ -111,6 +111,10 @@ class RateLimitedTimedQueue:
             fresh.try_accept()  # we were waiting on the old bucket: start the new one drained
         self.limiter = fresh
 
+    def refill_limiter(self, qps: float) -> None:
+        """A new, full bucket at ``qps``, whatever the old one held."""
+        self.limiter = TokenBucket(self.clock, qps)
+
     async def try_each(self, work: Callable[[TimedValue], Awaitable[tuple[bool, float]]]) -> None:
         """Process due items while tokens last; ``work`` says (done, retry after seconds)."""
         while self._heap:

@@ -95,16 +95,34 @@ class Zones:
         self.states: dict[str, ZoneState] = {}
         self.tainters: dict[str, RateLimitedTimedQueue] = {}
 
-    def tainter_for(self, node: dict[str, Any]) -> RateLimitedTimedQueue:
-        """The zone's tainting queue, created (full bucket, state Initial) on first sight."""
+    def add_if_new(self, node: dict[str, Any]) -> None:
+        """``addPodEvictorForNewZone``: a zone without a state gets state Initial and a
+        tainting queue whose bucket is full, at the normal rate.
+
+        A zone whose nodes are all excluded from disruption checks loses its state on every
+        pass, so this runs again on the next one. Upstream then swaps in a new, empty queue;
+        its nodes are queued again in an order that varies from pass to pass. Ours would not
+        vary, and a node already tainted would take every pass's token from the next one, so
+        we keep the queue (which remembers the nodes already tainted) and give it the fresh
+        bucket only."""
         zone = zone_key(node)
+        if zone in self.states:
+            return
+        self.states[zone] = ZoneState.INITIAL
+        rate = self.config.node_eviction_rate
         tainter = self.tainters.get(zone)
         if tainter is None:
-            tainter = RateLimitedTimedQueue(self.clock, self.config.node_eviction_rate)
-            self.tainters[zone] = tainter
-            self.states[zone] = ZoneState.INITIAL
-            self.metrics.evictions.labels(zone).inc(0)
-        return tainter
+            self.tainters[zone] = RateLimitedTimedQueue(self.clock, rate)
+        else:
+            tainter.refill_limiter(rate)
+        self.metrics.evictions.labels(zone).inc(0)
+
+    def tainter_for(self, node: dict[str, Any]) -> RateLimitedTimedQueue:
+        """The zone's tainting queue; zones keep theirs even when their state is dropped."""
+        zone = zone_key(node)
+        if zone not in self.tainters:
+            self.add_if_new(node)
+        return self.tainters[zone]
 
     def compute_zone_state(self, conditions: list[dict[str, Any] | None]) -> tuple[int, ZoneState]:
         ready = sum(1 for c in conditions if c is not None and c.get("status") == "True")
@@ -149,8 +167,12 @@ class Zones:
         all_were_fully_disrupted = True
         for zone in list(self.states):
             if zone not in zone_conditions:
+                # Upstream keeps the zone's tainting queue ("zones do not get removed"):
+                # nodes excluded from disruption checks are still queued and tainted there.
+                self.metrics.zone_size.labels(zone).set(0)
+                self.metrics.zone_health.labels(zone).set(100.0)
+                self.metrics.unhealthy.labels(zone).set(0)
                 del self.states[zone]
-                self.tainters.pop(zone, None)
                 continue
             if self.states[zone] != ZoneState.FULL_DISRUPTION:
                 all_were_fully_disrupted = False
