@@ -6,8 +6,14 @@ import logging
 from datetime import UTC, datetime
 
 from taintplane.apiserver.app import APIServer
+from taintplane.apiserver.table_workloads import EVENT_COLUMNS
 from taintplane.client import Client, InProcessTransport, resource
-from taintplane.client.events import MAX_QUEUED_EVENTS, EventRecorder, event_name
+from taintplane.client.events import (
+    MAX_QUEUED_EVENTS,
+    EventRecorder,
+    event_name,
+    object_reference,
+)
 from taintplane.clock import VirtualClock
 from taintplane.store.sqlite import SqliteStore
 
@@ -130,3 +136,197 @@ def test_event_names_are_client_gos_and_strictly_increase_within_an_instant(monk
     assert stamps == sorted(set(stamps))  # unique, and in the order they were made
     # An earlier instant never goes back below what was handed out.
     assert int(event_name("web", moment).split(".")[1], 16) > stamps[-1] > nanos
+
+
+# Correlation, as client-go's EventCorrelator (tools/record/events_cache.go).
+
+START = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
+
+
+async def _events(client):
+    items, _ = await client.list(EVENTS, namespace="default")
+    return sorted(items, key=lambda e: e["metadata"]["name"])
+
+
+def test_a_repeated_event_patches_the_first_with_its_count_and_last_timestamp(tmp_path):
+    async def scenario():
+        clock = VirtualClock(START)
+        store, server, client = await _client(tmp_path, clock)
+        recorder = EventRecorder(client, clock, "kubelet", "node-1")
+        recorder.event(POD, "Warning", "BackOff", "Back-off restarting failed container")
+        await recorder.flush()
+        [first] = await _events(client)
+        await clock.advance(30)
+        recorder.event(POD, "Warning", "BackOff", "Back-off restarting failed container")
+        await recorder.flush()
+        [event] = await _events(client)
+        assert event["metadata"]["name"] == first["metadata"]["name"]
+        assert event["metadata"]["resourceVersion"] != first["metadata"]["resourceVersion"]
+        assert event["count"] == 2
+        assert event["firstTimestamp"] == "2026-11-21T12:00:00Z"
+        assert event["lastTimestamp"] == "2026-11-21T12:00:30Z"
+        # kubectl get events -o wide (and describe) read the count from the Event's count.
+        columns = {c.name: c.cell(event, clock.now()) for c in EVENT_COLUMNS}
+        assert (columns["Count"], columns["First Seen"], columns["Last Seen"]) == (2, "30s", "0s")
+        # Another message, type, reason or container is another Event.
+        await clock.advance(30)
+        recorder.event(POD, "Warning", "BackOff", "Back-off pulling image")
+        recorder.event(POD, "Normal", "BackOff", "Back-off restarting failed container")
+        recorder.event(POD, "Warning", "Failed", "Back-off restarting failed container")
+        container = {**object_reference(POD), "fieldPath": "spec.containers{web}"}
+        recorder.event(
+            POD, "Warning", "BackOff", "Back-off restarting failed container", reference=container
+        )
+        await recorder.flush()
+        events = await _events(client)
+        assert [e["count"] for e in events] == [2, 1, 1, 1, 1]
+        await server.close()
+        await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_repeats_recorded_at_once_count_in_order_on_one_event(tmp_path):
+    async def scenario():
+        clock = VirtualClock(START)
+        store, server, client = await _client(tmp_path, clock)
+        recorder = EventRecorder(client, clock, "kubelet", "node-1")
+        # Five repeats queued before any is written, across 64 writers: one Event, counted 5.
+        for _ in range(5):
+            recorder.event(POD, "Normal", "Pulling", 'Pulling image "nginx"')
+        assert recorder.queued == 1
+        await recorder.flush()
+        [event] = await _events(client)
+        assert event["count"] == 5
+        # Repeats recorded while the Event is being written follow that write.
+        recorder.event(POD, "Normal", "Pulling", 'Pulling image "nginx"')
+        await asyncio.sleep(0)  # the writer has taken it
+        assert recorder.queued == 0
+        await clock.advance(5)
+        recorder.event(POD, "Normal", "Pulling", 'Pulling image "nginx"')
+        recorder.event(POD, "Normal", "Pulling", 'Pulling image "nginx"')
+        await recorder.flush()
+        [event] = await _events(client)
+        assert (event["count"], event["lastTimestamp"]) == (8, "2026-11-21T12:00:05Z")
+        await server.close()
+        await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_repeat_of_an_event_deleted_meanwhile_creates_it_anew(tmp_path):
+    async def scenario():
+        clock = VirtualClock(START)
+        store, server, client = await _client(tmp_path, clock)
+        recorder = EventRecorder(client, clock, "kubelet", "node-1")
+        recorder.event(POD, "Normal", "Killing", "Stopping container web")
+        await recorder.flush()
+        [first] = await _events(client)
+        await client.delete(EVENTS, first["metadata"]["name"], namespace="default")
+        await clock.advance(3600)
+        recorder.event(POD, "Normal", "Killing", "Stopping container web")
+        await recorder.flush()
+        [event] = await _events(client)
+        assert event["metadata"]["name"] == first["metadata"]["name"]
+        assert event["count"] == 2
+        assert event["firstTimestamp"] == "2026-11-21T12:00:00Z"
+        assert event["lastTimestamp"] == "2026-11-21T13:00:00Z"
+        assert event["message"] == "Stopping container web"
+        await server.close()
+        await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_ten_similar_events_are_combined(tmp_path):
+    async def scenario():
+        clock = VirtualClock(START)
+        store, server, client = await _client(tmp_path, clock)
+        recorder = EventRecorder(client, clock, "replicaset-controller")
+        for n in range(9):
+            recorder.event(POD, "Normal", "SuccessfulCreate", f"Created pod: web-{n}")
+            await clock.advance(60)
+        # The tenth distinct message within 10 minutes of the previous one is combined.
+        recorder.event(POD, "Normal", "SuccessfulCreate", "Created pod: web-9")
+        await recorder.flush()
+        events = await _events(client)
+        assert len(events) == 10
+        combined = events[-1]
+        assert combined["message"] == "(combined from similar events): Created pod: web-9"
+        assert (combined["count"], combined["type"]) == (1, "Normal")
+        assert combined["source"] == {"component": "replicaset-controller"}
+        assert combined["involvedObject"] == object_reference(POD)
+        await clock.advance(60)
+        recorder.event(POD, "Normal", "SuccessfulCreate", "Created pod: web-10")
+        await recorder.flush()
+        events = await _events(client)
+        assert len(events) == 10
+        assert events[-1]["metadata"]["name"] == combined["metadata"]["name"]
+        assert events[-1]["message"] == "(combined from similar events): Created pod: web-10"
+        assert (events[-1]["count"], events[-1]["lastTimestamp"]) == (2, "2026-11-21T12:10:00Z")
+        # More than 10 minutes after the last similar one, a message stands alone again.
+        await clock.advance(601)
+        recorder.event(POD, "Normal", "SuccessfulCreate", "Created pod: web-11")
+        await recorder.flush()
+        events = await _events(client)
+        assert events[-1]["message"] == "Created pod: web-11"
+        await server.close()
+        await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_source_spamming_an_object_is_throttled_but_counted(tmp_path):
+    async def scenario():
+        clock = VirtualClock(START)
+        store, server, client = await _client(tmp_path, clock)
+        recorder = EventRecorder(client, clock, "kubelet", "node-1")
+        for _ in range(30):
+            recorder.event(POD, "Warning", "Unhealthy", "Readiness probe failed")
+        other = {"kind": "Pod", "metadata": {"name": "db", "namespace": "default", "uid": "u-2"}}
+        recorder.event(other, "Warning", "Unhealthy", "Readiness probe failed")
+        await recorder.flush()
+        counts = {e["involvedObject"]["name"]: e["count"] for e in await _events(client)}
+        # A burst of 25 per source and object; the other object has its own.
+        assert counts == {"web": 25, "db": 1}
+        # One more every 5 minutes; the dropped ones were counted all the same.
+        await clock.advance(299)
+        recorder.event(POD, "Warning", "Unhealthy", "Readiness probe failed")
+        await clock.advance(1)
+        recorder.event(POD, "Warning", "Unhealthy", "Readiness probe failed")
+        recorder.event(POD, "Warning", "Unhealthy", "Readiness probe failed")
+        await recorder.flush()
+        [web] = [e for e in await _events(client) if e["involvedObject"]["name"] == "web"]
+        assert (web["count"], web["lastTimestamp"]) == (32, "2026-11-21T12:05:00Z")
+        await server.close()
+        await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_prepared_events_are_written_as_they_are(tmp_path):
+    async def scenario():
+        clock = VirtualClock(START)
+        store, server, client = await _client(tmp_path, clock)
+        recorder = EventRecorder(client, clock, "default-scheduler")
+        for _ in range(2):
+            recorder.emit(
+                "default",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Event",
+                    "metadata": {"name": event_name("web", clock.now()), "namespace": "default"},
+                    "involvedObject": object_reference(POD),
+                    "reason": "FailedScheduling",
+                    "message": "0/1 nodes are available",
+                    "source": {"component": "default-scheduler"},
+                    "type": "Warning",
+                    "count": 1,
+                },
+            )
+        await recorder.flush()
+        assert [e["count"] for e in await _events(client)] == [1, 1]
+        await server.close()
+        await store.close()
+
+    asyncio.run(scenario())

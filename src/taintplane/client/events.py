@@ -5,6 +5,14 @@ Recording never blocks the component: as in client-go, an event joins a queue of
 queue is full the event is dropped and an error is logged (client-go's "Unable to record
 event: too many queued events, dropped event"); events are best effort there too. We log the
 first drop and then every thousandth, with the count, rather than one line per event.
+
+Events recorded with :meth:`EventRecorder.event` go through client-go's EventCorrelator
+(``event_correlator``): a repeat patches the Event recorded first (``count`` up,
+``lastTimestamp`` moved), similar events are combined, and a source's spam about one object is
+dropped. Client-go correlates in its one writer, just before writing; we correlate when the
+event is recorded, in recording order, and keep the writes of one Event in that order too: a
+repeat recorded while its Event still waits to be written replaces that write, and one recorded
+while it is being written follows it.
 """
 
 from __future__ import annotations
@@ -12,11 +20,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from taintplane.api.decoding import format_time
 from taintplane.client.client import ApiError, Client, resource
+from taintplane.client.event_correlator import EventCorrelator
 from taintplane.clock import Clock
 
 __all__ = ["MAX_QUEUED_EVENTS", "EventRecorder", "event_name", "object_reference"]
@@ -61,9 +71,29 @@ def object_reference(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in ref.items() if v}
 
 
+@dataclass
+class _Write:
+    """One write of an Event: a create, or (``patch`` set) a patch of the Event of that name."""
+
+    namespace: str
+    event: dict[str, Any]
+    patch: dict[str, Any] | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.namespace, self.event["metadata"]["name"]
+
+    def supersede(self, later: _Write) -> None:
+        """Take a later write of the same Event: it carries the whole of its new state, and a
+        create not yet sent simply creates that."""
+        self.event = later.event
+        if self.patch is not None:
+            self.patch = later.patch
+
+
 class EventRecorder:
-    """Queues one Event per call, named ``<object>.<hex nanoseconds>`` like client-go, and
-    writes the queue in the background."""
+    """Queues Events named ``<object>.<hex nanoseconds>`` like client-go, correlated as its
+    EventCorrelator does, and writes the queue in the background."""
 
     def __init__(
         self,
@@ -80,9 +110,13 @@ class EventRecorder:
         self.source = {"component": component, **({"host": host} if host else {})}
         self.max_queued = max_queued
         self.writers = writers
+        self.correlator = EventCorrelator(clock, event_name)
         #: Events dropped because the queue was full.
         self.dropped = 0
-        self._queue: deque[tuple[str, dict[str, Any]]] = deque()
+        self._queue: deque[_Write] = deque()
+        #: The queued writes by Event, and the Events being written with the write to follow.
+        self._queued: dict[tuple[str, str], _Write] = {}
+        self._writing: dict[tuple[str, str], _Write | None] = {}
         self._writers: set[asyncio.Task[None]] = set()
 
     def event(
@@ -98,39 +132,63 @@ class EventRecorder:
         # Cluster-scoped objects' events go to "default", as client-go does.
         namespace = ref.get("namespace") or "default"
         now = self.clock.now()
-        self.emit(
-            namespace,
-            {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {"name": event_name(ref.get("name", ""), now), "namespace": namespace},
-                "involvedObject": ref,
-                "reason": reason,
-                "message": message,
-                "source": self.source,
-                "firstTimestamp": format_time(now),
-                "lastTimestamp": format_time(now),
-                "count": 1,
-                "type": type_,
-                "reportingComponent": self.source["component"],
-                "reportingInstance": self.source.get("host", ""),
-            },
-        )
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": event_name(ref.get("name", ""), now), "namespace": namespace},
+            "involvedObject": ref,
+            "reason": reason,
+            "message": message,
+            "source": self.source,
+            "firstTimestamp": format_time(now),
+            "lastTimestamp": format_time(now),
+            "count": 1,
+            "type": type_,
+            "reportingComponent": self.source["component"],
+            "reportingInstance": self.source.get("host", ""),
+        }
+        # The queue limit comes first: client-go drops before its correlator sees the event.
+        if self._full(event):
+            return
+        correlated = self.correlator.correlate(event)
+        if correlated is not None:
+            self._enqueue(_Write(namespace, correlated.event, correlated.patch))
 
     def emit(self, namespace: str, event: dict[str, Any]) -> None:
-        """Queue a prepared Event for ``namespace`` (or drop it when the queue is full)."""
-        if len(self._queue) >= self.max_queued:
-            self.dropped += 1
-            if self.dropped == 1 or self.dropped % 1000 == 0:
-                log.error(
-                    "Unable to record event: too many queued events, dropped event "
-                    "%s %s (%d dropped so far)",
-                    event.get("reason"),
-                    (event.get("involvedObject") or {}).get("name"),
-                    self.dropped,
-                )
+        """Queue a prepared Event for ``namespace`` (or drop it when the queue is full), as it
+        is: not correlated, as the scheduler's events.k8s.io recorder upstream has no
+        EventCorrelator (it counts repeats as a series of its own)."""
+        if not self._full(event):
+            self._enqueue(_Write(namespace, event))
+
+    def _full(self, event: dict[str, Any]) -> bool:
+        if len(self._queue) < self.max_queued:
+            return False
+        self.dropped += 1
+        if self.dropped == 1 or self.dropped % 1000 == 0:
+            log.error(
+                "Unable to record event: too many queued events, dropped event "
+                "%s %s (%d dropped so far)",
+                event.get("reason"),
+                (event.get("involvedObject") or {}).get("name"),
+                self.dropped,
+            )
+        return True
+
+    def _enqueue(self, write: _Write) -> None:
+        key = write.key
+        if (queued := self._queued.get(key)) is not None:
+            queued.supersede(write)
             return
-        self._queue.append((namespace, event))
+        if key in self._writing:
+            following = self._writing[key]
+            if following is None:
+                self._writing[key] = write
+            else:
+                following.supersede(write)
+            return
+        self._queue.append(write)
+        self._queued[key] = write
         if len(self._writers) < self.writers:
             writer = asyncio.get_running_loop().create_task(self._write())
             self._writers.add(writer)
@@ -138,22 +196,55 @@ class EventRecorder:
 
     async def _write(self) -> None:
         while self._queue:
-            namespace, event = self._queue.popleft()
+            write = self._queue.popleft()
+            key = write.key
+            del self._queued[key]
+            self._writing[key] = None
             try:
-                await self.client.create(EVENTS, event, namespace=namespace)
-            except ApiError as error:
-                log.debug("event %s not recorded: %s", event.get("reason"), error)
-            except Exception as error:  # the connection or the client is gone
-                # Typically the component is stopping: say so once, not once per event.
-                log.warning(
-                    "event %s not recorded (%s: %s); %d queued events discarded",
-                    event.get("reason"),
-                    type(error).__name__,
-                    error,
-                    len(self._queue),
-                )
-                self._queue.clear()
+                sent = await self._send(write)
+                while sent and (following := self._writing[key]) is not None:
+                    self._writing[key] = None
+                    sent = await self._send(following)
+            finally:
+                del self._writing[key]
+            if not sent:
                 return
+
+    async def _send(self, write: _Write) -> bool:
+        """Write one event as client-go's recordEvent does; False when the connection is gone
+        (the queue is then discarded)."""
+        event = write.event
+        try:
+            if write.patch is not None:
+                try:
+                    await self.client.patch(
+                        EVENTS,
+                        event["metadata"]["name"],
+                        write.patch,
+                        namespace=write.namespace,
+                        patch_type="strategic",
+                    )
+                    return True
+                except ApiError as error:
+                    if error.code != 404:
+                        raise
+                    # The Event expired or was deleted: create it anew, under the same name.
+            await self.client.create(EVENTS, event, namespace=write.namespace)
+        except ApiError as error:
+            log.debug("event %s not recorded: %s", event.get("reason"), error)
+        except Exception as error:  # the connection or the client is gone
+            # Typically the component is stopping: say so once, not once per event.
+            log.warning(
+                "event %s not recorded (%s: %s); %d queued events discarded",
+                event.get("reason"),
+                type(error).__name__,
+                error,
+                len(self._queue),
+            )
+            self._queue.clear()
+            self._queued.clear()
+            return False
+        return True
 
     async def flush(self) -> None:
         """Wait until every queued event has been written (or has failed)."""
