@@ -67,10 +67,25 @@ def test_a_deleted_pod_is_killed_reports_succeeded_and_is_removed(tmp_path: Path
             "Initialized": ("True", "PodCompleted", "2026-01-01T00:00:00Z"),
             "Ready": ("False", "PodCompleted", "2026-01-01T00:00:15Z"),
             "ContainersReady": ("False", "PodCompleted", "2026-01-01T00:00:15Z"),
+            "PodScheduled": ("True", None, "2026-01-01T00:00:00Z"),
         }
+        # The kubelet's conditions in upstream's order (generateAPIPodStatus).
+        assert [c["type"] for c in stopped["status"]["conditions"]] == [
+            "PodReadyToStartContainers",
+            "Initialized",
+            "Ready",
+            "ContainersReady",
+            "PodScheduled",
+        ]
         states = {c["name"]: c for c in stopped["status"]["containerStatuses"]}
         assert set(states) == {"c", "sidecar"}
-        for container in states.values():
+        images = {"c": "nginx", "sidecar": "envoy"}
+        for name, container in states.items():
+            # Complete statuses (the Python client refuses a container status without image).
+            assert container["image"] == images[name]
+            assert container["imageID"].startswith(f"{images[name]}@sha256:")
+            assert container["restartCount"] == 0
+            assert container["lastState"] == {}
             assert container["ready"] is False
             assert container["started"] is False
             assert list(container["state"]) == ["terminated"]

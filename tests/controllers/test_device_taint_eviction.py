@@ -116,6 +116,7 @@ def test_degraded_devices_are_drained_when_a_rule_gives_the_taint_an_effect(
             "reason": "DeletionByDeviceTaintManager",
             "message": "Device Taint manager: deleting due to NoExecute taint",
             "lastTransitionTime": "2026-01-01T00:03:20Z",
+            "lastProbeTime": None,
         }
         assert controller(sim).scheduled("default", "batch") == at(800)
         assert controller(sim).scheduled("default", "robust") is None

@@ -283,6 +283,7 @@ def test_a_stale_disruption_target_is_reset_after_two_minutes(tmp_path: Path) ->
             "type": "DisruptionTarget",
             "status": "False",
             "lastTransitionTime": format_time(sim.clock.now()),
+            "lastProbeTime": None,
         }
 
     simulate(

@@ -55,6 +55,7 @@ def test_toleration_seconds_3600_evicts_at_exactly_3600_s(tmp_path: Path) -> Non
             "lastTransitionTime": "2026-01-01T01:00:10Z",
             "reason": "DeletionByTaintManager",
             "message": "Taint manager: deleting due to NoExecute taint",
+            "lastProbeTime": None,
         }
         events = await sim.events("TaintManagerEviction")
         assert [(e["message"], e["type"], e["source"]) for e in events] == [
@@ -246,6 +247,7 @@ def test_a_pod_evicted_again_keeps_its_disruption_condition_unwritten(tmp_path: 
             "lastTransitionTime": "2026-01-01T00:00:10Z",
             "reason": "DeletionByTaintManager",
             "message": "Taint manager: deleting due to NoExecute taint",
+            "lastProbeTime": None,
         }
         assert status_patches == ["web"]
         events = await sim.events("TaintManagerEviction")

@@ -9,6 +9,7 @@ could only invent: no pull event is recorded for those.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from taintplane.client.events import EventRecorder, object_reference
@@ -16,15 +17,23 @@ from taintplane.client.events import EventRecorder, object_reference
 __all__ = ["container_reference", "record_killing", "record_started"]
 
 
-def container_reference(pod: dict[str, Any], name: str) -> dict[str, Any]:
-    return {**object_reference(pod), "fieldPath": f"spec.containers{{{name}}}"}
+def container_reference(
+    pod: dict[str, Any], name: str, field: str = "containers"
+) -> dict[str, Any]:
+    return {**object_reference(pod), "fieldPath": f"spec.{field}{{{name}}}"}
 
 
-def record_started(recorder: EventRecorder, pod: dict[str, Any]) -> None:
-    """Pulled, Created and Started for each container of a pod the kubelet starts."""
-    for container in (pod.get("spec") or {}).get("containers") or []:
+def record_started(
+    recorder: EventRecorder,
+    pod: dict[str, Any],
+    containers: Iterable[dict[str, Any]],
+    field: str = "containers",
+) -> None:
+    """Pulled, Created and Started for each of ``containers`` (of the pod's ``spec.FIELD``)
+    the kubelet starts."""
+    for container in containers:
         name, image = container.get("name", ""), container.get("image", "")
-        reference = container_reference(pod, name)
+        reference = container_reference(pod, name, field)
         if container.get("imagePullPolicy") != "Always":
             recorder.event(
                 pod,
@@ -38,13 +47,15 @@ def record_started(recorder: EventRecorder, pod: dict[str, Any]) -> None:
         recorder.event(pod, "Normal", "Started", "Container started", reference=reference)
 
 
-def record_killing(recorder: EventRecorder, pod: dict[str, Any], names: list[str]) -> None:
-    """Killing ("Stopping container NAME") for each container the kubelet stops."""
+def record_killing(
+    recorder: EventRecorder, pod: dict[str, Any], names: list[str], message: str = ""
+) -> None:
+    """Killing ("Stopping container NAME", or ``message``) for each container it stops."""
     for name in names:
         recorder.event(
             pod,
             "Normal",
             "Killing",
-            f"Stopping container {name}",
+            message or f"Stopping container {name}",
             reference=container_reference(pod, name),
         )

@@ -1,9 +1,15 @@
-"""The pod side of the simulated kubelets: admission, start-up and graceful termination.
+"""The pod side of the simulated kubelets: admission, start-up, reconciliation, the active
+deadline and graceful termination.
 
 A pod bound to a simulated, running node is admitted — refused, as upstream's kubelet does,
 when it does not tolerate one of the node's NoExecute taints (static pods are exempt) — and
-then runs: phase Running with upstream's conditions and a running container status for each
-container, after the kubelet's Pulled / Created / Started events (container_events.py).
+then runs: init containers complete, sidecars and containers run, after the kubelet's Pulled /
+Created / Started events (container_events.py), and the pod reports phase Running with
+upstream's conditions (pod_status.py keeps the kubelet's record and builds the status). A
+container whose image is changed is restarted. A pod whose ``activeDeadlineSeconds`` pass
+fails (``DeadlineExceeded``). A status someone else changed (the node lifecycle controller's
+Ready=False while the node was unreachable) is written back at the next periodic reconcile,
+every 10 s, as upstream's status manager does.
 
 A pod being deleted is stopped as upstream's kubelet stops it: a ``Killing`` event
 ("Stopping container NAME") for each running container, then the containers exit after the
@@ -26,8 +32,17 @@ from typing import TYPE_CHECKING, Any
 
 from taintplane.agents.container_events import record_killing, record_started
 from taintplane.agents.nodes import node_address
-from taintplane.api.decoding import format_time
-from taintplane.api.podconditions import update_pod_condition
+from taintplane.agents.pod_status import (
+    DEADLINE_MESSAGE,
+    DEADLINE_REASON,
+    PodRun,
+    adopt_pod,
+    container_id,
+    generate_status,
+    owned_view,
+    start_pod,
+)
+from taintplane.api.decoding import format_time, parse_timestamp
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.tolerations import Toleration, find_untolerated_taint
 from taintplane.client import ApiError, resource
@@ -38,6 +53,9 @@ if TYPE_CHECKING:
     from taintplane.agents.kubelet import Kubelets
 
 __all__ = ["SHUTDOWN_ANNOTATION", "PodRuntime", "admission_failure"]
+
+#: How often the status manager compares what it reported with what the API holds.
+RECONCILE_SECONDS = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -78,93 +96,18 @@ def _pod_ip(key: str) -> str:
     return f"10.244.{digest[0]}.{digest[1] % 254 + 1}"
 
 
-def running_status(pod: dict[str, Any], host_ip: str, now: datetime) -> dict[str, Any]:
-    """The status a kubelet reports for a pod whose containers all started."""
-    stamp = format_time(now)
-    key = object_key(pod)
-    spec = pod.get("spec") or {}
-    containers = []
-    for container in spec.get("containers") or []:
-        image = str(container.get("image", ""))
-        digest = hashlib.sha256(f"{key}/{container.get('name')}".encode()).hexdigest()
-        containers.append(
-            {
-                "name": container.get("name"),
-                "state": {"running": {"startedAt": stamp}},
-                "lastState": {},
-                "ready": True,
-                "restartCount": 0,
-                "image": image,
-                "imageID": f"{image}@sha256:{hashlib.sha256(image.encode()).hexdigest()}",
-                "containerID": f"containerd://{digest}",
-                "started": True,
-            }
-        )
-    conditions = [
-        {"type": kind, "status": "True", "lastProbeTime": None, "lastTransitionTime": stamp}
-        for kind in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
-    ]
-    ip = _pod_ip(key)
-    return {
-        "phase": "Running",
-        "conditions": conditions,
-        "hostIP": host_ip,
-        "hostIPs": [{"ip": host_ip}],
-        "podIP": ip,
-        "podIPs": [{"ip": ip}],
-        "startTime": stamp,
-        "containerStatuses": containers,
-    }
+def _shutdown_seconds(pod: dict[str, Any]) -> float:
+    annotations = pod["metadata"].get("annotations") or {}
+    try:
+        return float(annotations.get(SHUTDOWN_ANNOTATION, 0))
+    except ValueError:
+        return 0.0
 
 
-def running_containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        c
-        for c in (pod.get("status") or {}).get("containerStatuses") or []
-        if isinstance(c, dict) and "running" in (c.get("state") or {})
-    ]
-
-
-def terminated_status(pod: dict[str, Any], exit_code: int, now: datetime) -> dict[str, Any]:
-    """The status patch a kubelet sends once a deleted pod's containers have stopped: the
-    terminal phase, terminated container states and the conditions of a finished pod."""
-    stamp = format_time(now)
-    statuses = []
-    for container in running_containers(pod):
-        running = container["state"]["running"]
-        terminated = {
-            "exitCode": exit_code,
-            "reason": "Completed" if exit_code == 0 else "Error",
-            "startedAt": running.get("startedAt"),
-            "finishedAt": stamp,
-            "containerID": container.get("containerID"),
-        }
-        statuses.append(
-            {
-                "name": container.get("name"),
-                "state": {"running": None, "terminated": terminated},
-                "ready": False,
-                "started": False,
-            }
-        )
-    phase = "Succeeded" if exit_code == 0 else "Failed"
-    finished = "PodCompleted" if exit_code == 0 else "PodFailed"
-    wanted: list[dict[str, Any]] = [
-        {"type": "PodReadyToStartContainers", "status": "False"},
-        {"type": "Initialized", "status": "True"},
-        {"type": "Ready", "status": "False", "reason": finished},
-        {"type": "ContainersReady", "status": "False", "reason": finished},
-    ]
-    if exit_code == 0:
-        wanted[1]["reason"] = "PodCompleted"
-    # Transition times as UpdatePodCondition keeps them, worked out on a copy of the
-    # conditions; the patch carries the four the kubelet sets.
-    scratch = {"status": {"conditions": list((pod.get("status") or {}).get("conditions") or [])}}
-    for condition in wanted:
-        update_pod_condition(scratch, {**condition, "lastProbeTime": None}, stamp)
-    types = {c["type"] for c in wanted}
-    conditions = [c for c in scratch["status"]["conditions"] if c.get("type") in types]
-    return {"phase": phase, "conditions": conditions, "containerStatuses": statuses}
+def _exit_code(pod: dict[str, Any], grace: float) -> int:
+    """Containers exit 0 on SIGTERM within their simulated shutdown time; one outliving the
+    grace period is killed."""
+    return 0 if _shutdown_seconds(pod) <= grace else KILLED_EXIT_CODE
 
 
 class PodRuntime:
@@ -173,8 +116,16 @@ class PodRuntime:
         self.informer = kubelets.informers.pods
         self.queue = WorkQueue(kubelets.clock, name="kubelet-pods")
         self._worker: asyncio.Task[None] | None = None
+        #: The kubelet's record of every pod it runs (key -> run).
+        self.runs: dict[str, PodRun] = {}
         #: Pods whose stop is scheduled (key -> the instant it happens).
         self.stopping: dict[str, datetime] = {}
+        self._stop_tasks: dict[str, asyncio.Task[None]] = {}
+        #: Pods whose API status another writer changed: written back at the next reconcile.
+        self.diverged: set[str] = set()
+        self._reconciling: set[str] = set()
+        #: Pods with a timer for their active deadline (key -> the instant).
+        self._deadlines: dict[str, datetime] = {}
         self._timers: set[asyncio.Task[None]] = set()
         self.informer.add_handlers(self._seen, lambda old, new: self._seen(new), self._gone)
 
@@ -188,7 +139,11 @@ class PodRuntime:
             self.queue.add(object_key(pod))
 
     def _gone(self, pod: dict[str, Any]) -> None:
-        self.stopping.pop(object_key(pod), None)
+        key = object_key(pod)
+        self.stopping.pop(key, None)
+        self.runs.pop(key, None)
+        self.diverged.discard(key)
+        self._deadlines.pop(key, None)
 
     def resync(self, node: str) -> None:
         if self._worker is None:
@@ -198,6 +153,7 @@ class PodRuntime:
 
     def start(self) -> None:
         self._worker = asyncio.create_task(self.queue.run(self.sync), name="kubelet-pods")
+        self._spawn(self._reconcile_loop())
 
     async def stop(self) -> None:
         tasks = [*self._timers, *([self._worker] if self._worker else [])]
@@ -205,38 +161,159 @@ class PodRuntime:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    def _spawn(self, work: Any) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.create_task(work)
+        self._timers.add(task)
+        task.add_done_callback(self._timers.discard)
+        return task
+
+    async def _reconcile_loop(self) -> None:
+        while True:
+            await self.kubelets.clock.sleep(RECONCILE_SECONDS)
+            for key in list(self.diverged):
+                self._reconciling.add(key)
+                self.queue.add(key)
+            self.diverged.clear()
+
+    # ---- one pod ---------------------------------------------------------------------------
+
     async def sync(self, key: str) -> None:
         pod = self.informer.get(key)
         if pod is None or not self._ours(pod):
             return
         meta = pod["metadata"]
-        status = pod.get("status") or {}
+        run = self.runs.get(key)
+        if run is not None and run.uid != meta.get("uid"):
+            del self.runs[key]  # a new pod under an old name
+            run = None
         if meta.get("deletionTimestamp"):
             self._schedule_stop(key, pod)
-        elif status.get("phase") in (None, "", "Pending") and not status.get("startTime"):
-            await self._admit_and_start(pod)
+            return
+        status = pod.get("status") or {}
+        phase = status.get("phase")
+        if run is None:
+            if phase in ("Succeeded", "Failed"):
+                return
+            if phase == "Running" and status.get("containerStatuses"):
+                run = self.runs[key] = adopt_pod(pod, self._host_ip(pod))
+                run.last_sent = owned_view(status)
+            else:
+                run = await self._admit_and_start(key, pod)
+                if run is None:
+                    return
+        elif run.failure is None and run.phase() == "Running":
+            self._restart_changed(pod, run)
+        self._watch_deadline(key, pod, run)
+        await self._report(key, pod, run)
 
-    async def _admit_and_start(self, pod: dict[str, Any]) -> None:
+    def _host_ip(self, pod: dict[str, Any]) -> str:
+        simulated = self.kubelets.nodes[pod["spec"]["nodeName"]]
+        return node_address(simulated.shape, simulated.index)
+
+    async def _admit_and_start(self, key: str, pod: dict[str, Any]) -> PodRun | None:
         kubelets = self.kubelets
         node_name = pod["spec"]["nodeName"]
-        node = kubelets.node_informer.get(node_name)
+        refusal = admission_failure(pod, kubelets.node_informer.get(node_name))
+        if refusal is None:
+            spec = pod.get("spec") or {}
+            run = start_pod(
+                pod,
+                self._host_ip(pod),
+                _pod_ip(key),
+                format_time(kubelets.clock.now()),
+                host_network=bool(spec.get("hostNetwork")),
+            )
+            self.runs[key] = run
+            recorder = kubelets.recorders[node_name]
+            record_started(recorder, pod, spec.get("initContainers") or [], "initContainers")
+            record_started(recorder, pod, spec.get("containers") or [], "containers")
+            return run
+        reason, message = refusal
+        kubelets.recorders[node_name].event(pod, "Warning", reason, message)
+        status = {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}"}
+        await self._patch_status(pod, status)
+        return None
+
+    def _restart_changed(self, pod: dict[str, Any], run: PodRun) -> None:
+        """A container whose image changed is killed and started again with the new one
+        (the kubelet's "definition changed" restart)."""
+        recorder = self.kubelets.recorders[pod["spec"]["nodeName"]]
+        now = format_time(self.kubelets.clock.now())
+        specs = {c.get("name"): c for c in (pod.get("spec") or {}).get("containers") or []}
+        for container in run.containers:
+            spec = specs.get(container.name)
+            if spec is None or spec.get("image") == container.image:
+                continue
+            record_killing(
+                recorder,
+                pod,
+                [container.name],
+                f"Container {container.name} definition changed, will be restarted",
+            )
+            container.stop(0, now)
+            container.last_terminated = container.terminated
+            container.terminated = None
+            container.restart_count += 1
+            container.image = str(spec.get("image", ""))
+            container.container_id = container_id(
+                object_key(pod), container.name, container.restart_count
+            )
+            container.started_at = now
+            record_started(recorder, pod, [spec], "containers")
+
+    def _watch_deadline(self, key: str, pod: dict[str, Any], run: PodRun) -> None:
+        """``activeDeadlineSeconds``: once the pod has been active that long, it fails."""
+        seconds = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+        if run.failure is not None or run.phase() != "Running" or not isinstance(seconds, int):
+            return
+        clock = self.kubelets.clock
+        started = parse_timestamp(run.started_at)
+        if started is None:
+            return
+        due = started + timedelta(seconds=seconds)
+        if clock.now() >= due:
+            run.failure = (DEADLINE_REASON, DEADLINE_MESSAGE)
+            self.kubelets.recorders[pod["spec"]["nodeName"]].event(
+                pod, "Normal", DEADLINE_REASON, DEADLINE_MESSAGE
+            )
+            grace = float((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 30)
+            run.stop_all(_exit_code(pod, grace), format_time(clock.now()))
+            return
+        if self._deadlines.get(key) == due:
+            return
+        self._deadlines[key] = due
+
+        async def wake() -> None:
+            await clock.sleep((due - clock.now()).total_seconds())
+            if self._deadlines.get(key) == due:
+                self.queue.add(key)
+
+        self._spawn(wake())
+
+    async def _report(self, key: str, pod: dict[str, Any], run: PodRun) -> None:
+        """Write the status if the kubelet's record changed since its last write; a status
+        changed by someone else waits for the periodic reconcile."""
+        if is_static(pod) and run.phase() != "Running":
+            return
+        status = generate_status(pod, run, format_time(self.kubelets.clock.now()))
+        wanted = owned_view(status)
+        reconciling = key in self._reconciling
+        self._reconciling.discard(key)
+        if wanted == owned_view(pod.get("status") or {}):
+            run.last_sent = wanted
+            self.diverged.discard(key)
+            return
+        if wanted == run.last_sent and not reconciling:
+            self.diverged.add(key)
+            return
+        order = [{"type": c["type"]} for c in status["conditions"]]
+        if await self._patch_status(pod, {**status, "$setElementOrder/conditions": order}):
+            run.last_sent = wanted
+
+    async def _patch_status(self, pod: dict[str, Any], status: dict[str, Any]) -> bool:
         meta = pod["metadata"]
-        now = kubelets.clock.now()
-        refusal = admission_failure(pod, node)
-        if refusal is not None:
-            reason, message = refusal
-            kubelets.recorders[node_name].event(pod, "Warning", reason, message)
-            status: dict[str, Any] = {
-                "phase": "Failed",
-                "reason": reason,
-                "message": f"Pod was rejected: {message}",
-            }
-        else:
-            simulated = kubelets.nodes[node_name]
-            status = running_status(pod, node_address(simulated.shape, simulated.index), now)
-            record_started(kubelets.recorders[node_name], pod)
         try:
-            await kubelets.client.patch(
+            await self.kubelets.client.patch(
                 PODS,
                 meta["name"],
                 {"status": status},
@@ -247,49 +324,56 @@ class PodRuntime:
         except ApiError as error:
             if error.code != 404:
                 raise
+            return False
+        return True
+
+    # ---- termination -----------------------------------------------------------------------
 
     def _schedule_stop(self, key: str, pod: dict[str, Any]) -> None:
-        if key in self.stopping:
-            return
+        """Stop a pod being deleted: now, or when its grace period is over. A shorter grace
+        period given later (a second delete) brings the stop forward, never back."""
         meta = pod["metadata"]
+        clock = self.kubelets.clock
         grace = float(meta.get("deletionGracePeriodSeconds") or 0)
-        annotations = meta.get("annotations") or {}
-        try:
-            shutdown = float(annotations.get(SHUTDOWN_ANNOTATION, 0))
-        except ValueError:
-            shutdown = 0.0
-        delay = max(0.0, min(grace, shutdown))
-        exit_code = 0 if shutdown <= grace else KILLED_EXIT_CODE
-        record_killing(
-            self.kubelets.recorders[pod["spec"]["nodeName"]],
-            pod,
-            [str(c.get("name", "")) for c in running_containers(pod)],
+        delay = max(0.0, min(grace, _shutdown_seconds(pod)))
+        at = clock.now() + timedelta(seconds=delay)
+        scheduled = self.stopping.get(key)
+        if scheduled is not None and scheduled <= at:
+            return
+        run = self.runs.get(key)
+        if scheduled is None:
+            running = run.running() if run is not None else []
+            record_killing(
+                self.kubelets.recorders[pod["spec"]["nodeName"]],
+                pod,
+                [c.name for c in running if c in run.containers] if run is not None else [],
+            )
+        else:
+            self._stop_tasks.pop(key).cancel()
+        self.stopping[key] = at
+        self._stop_tasks[key] = self._spawn(
+            self._stop_after(key, pod, delay, _exit_code(pod, grace))
         )
-        self.stopping[key] = self.kubelets.clock.now() + timedelta(seconds=delay)
-        task = asyncio.create_task(self._stop_after(key, pod, delay, exit_code))
-        self._timers.add(task)
-        task.add_done_callback(self._timers.discard)
 
     async def _stop_after(
         self, key: str, deleted: dict[str, Any], delay: float, exit_code: int
     ) -> None:
-        await self.kubelets.clock.sleep(delay)
+        clock = self.kubelets.clock
+        await clock.sleep(delay)
+        self._stop_tasks.pop(key, None)
         namespace, name = deleted["metadata"]["namespace"], deleted["metadata"]["name"]
         uid = deleted["metadata"].get("uid")
         pod = self.informer.get(key)
         if pod is None or not self._ours(pod) or pod["metadata"].get("uid") != uid:
             self.stopping.pop(key, None)
             return  # gone already, or the node went silent: it stays Terminating
+        run = self.runs.get(key)
         try:
-            if running_containers(pod) and not is_static(pod):
-                await self.kubelets.client.patch(
-                    PODS,
-                    name,
-                    {"status": terminated_status(pod, exit_code, self.kubelets.clock.now())},
-                    namespace=namespace,
-                    patch_type="strategic",
-                    subresource="status",
-                )
+            if run is not None and run.running() and not is_static(pod):
+                run.stop_all(exit_code, format_time(clock.now()))
+                status = generate_status(pod, run, format_time(clock.now()))
+                order = [{"type": c["type"]} for c in status["conditions"]]
+                await self._patch_status(pod, {**status, "$setElementOrder/conditions": order})
             await self.kubelets.client.delete(PODS, name, namespace, grace_period=0, uid=uid)
         except ApiError as error:
             if error.code != 404:

@@ -34,7 +34,8 @@ def update_pod_condition(pod: dict[str, Any], condition: dict[str, Any], now: st
         wanted["lastTransitionTime"] = (
             existing.get("lastTransitionTime") or now if same_status else now
         )
-        if wanted == existing:
+        # An unset probe time equals a null one (Go's zero Time), as upstream compares them.
+        if {"lastProbeTime": None, **wanted} == {"lastProbeTime": None, **existing}:
             return False
         conditions[index] = wanted
         return True

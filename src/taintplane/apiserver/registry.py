@@ -337,6 +337,7 @@ class Registry(RegistryReads):
             )
         await self.admit("DELETE", resource, namespace, None, obj, "")
         grace = self.strategy(resource).grace_period_seconds(obj, grace_period)
+        was_deleting = bool(metadata.get("deletionTimestamp"))
         gc_finalizer = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}.get(
             propagation or ""
         )
@@ -369,6 +370,10 @@ class Registry(RegistryReads):
                 return obj, False
             metadata["deletionTimestamp"] = format_time(self.clock.now() + timedelta(seconds=grace))
             metadata["deletionGracePeriodSeconds"] = grace
+            if not was_deleting and int(metadata.get("generation") or 0) > 0:
+                # Controllers act differently on an object being deleted: a new generation
+                # (BeforeDelete for graceful deletion, markAsDeleting for finalizers).
+                metadata["generation"] = int(metadata["generation"]) + 1
             if resource.kind == "Namespace":
                 obj.setdefault("status", {})["phase"] = "Terminating"
             key = self._key(resource, namespace, name)

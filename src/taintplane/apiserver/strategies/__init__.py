@@ -54,6 +54,7 @@ _BY_KIND: dict[tuple[str, str], type[Strategy]] = {
     ("resource.k8s.io", "DeviceTaintRule"): DeviceTaintRuleStrategy,
 }
 _TRACKS_GENERATION = {
+    "Pod",  # since PodObservedGenerationTracking (KEP-5067)
     "Deployment",
     "ReplicaSet",
     "DaemonSet",

@@ -17,11 +17,13 @@ from taintplane.api.validation import (
     validate_toleration_update,
     validate_tolerations,
 )
-from taintplane.apiserver.strategies.base import Strategy, spec_of
+from taintplane.apiserver.strategies.base import Strategy, meta, spec_of
 
 __all__ = ["PodStrategy", "validate_pod_spec"]
 
 DEFAULT_GRACE_SECONDS = 30
+MAX_INT32 = 2**31 - 1
+
 UPDATABLE_FIELDS = (
     "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
     "`spec.tolerations` (only additions to existing tolerations),"
@@ -79,10 +81,28 @@ class PodStrategy(Strategy):
             for container in spec.get(key) or []:
                 if isinstance(container, dict):
                     _default_container(container)
+        # PodCondition's times are not omitempty: the Go server writes them as null.
+        status = obj.get("status")
+        for condition in (status.get("conditions") or []) if isinstance(status, dict) else []:
+            if isinstance(condition, dict):
+                condition.setdefault("lastProbeTime", None)
+                condition.setdefault("lastTransitionTime", None)
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         super().prepare_for_create(obj)
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec_of(obj))}
+
+    def prepare_for_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        """podStatusStrategy: a status write may change labels, annotations and finalizers
+        too; only the spec, the owner references (old kubelets corrupted them) and the
+        system's fields stay."""
+        new_meta = {**meta(new)}
+        super().prepare_for_status_update(new, old)
+        for key in ("labels", "annotations", "finalizers"):
+            if key in new_meta:
+                meta(new)[key] = new_meta[key]
+            else:
+                meta(new).pop(key, None)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         errors = self.validate_object_meta(obj)
@@ -114,6 +134,7 @@ class PodStrategy(Strategy):
         errors += validate_toleration_update(
             new_tolerations, old_tolerations, path, comparison_operators=allowed
         )
+        errors += _validate_deadline_update(spec_of(new), spec_of(old))
         if _munged(spec_of(new), spec_of(old)) != spec_of(old):
             diff = _diff(spec_of(old), _munged(spec_of(new), spec_of(old)))
             errors.append(
@@ -148,14 +169,33 @@ class PodStrategy(Strategy):
         # An unscheduled or finished pod has nothing to stop: it goes at once.
         if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
             return 0
-        if requested is not None:
-            return max(requested, 0)
         configured = spec.get("terminationGracePeriodSeconds")
-        return (
-            int(configured)
-            if isinstance(configured, int) and configured >= 0
-            else DEFAULT_GRACE_SECONDS
-        )
+        period = requested if requested is not None else configured
+        if not isinstance(period, int):
+            return DEFAULT_GRACE_SECONDS
+        # CheckGracefulDelete: a negative period (asked for, or a pod's from before
+        # validation forbade it) is one second.
+        return 1 if period < 0 else period
+
+
+def _validate_deadline_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    """ValidatePodUpdate: an active deadline may be set or shortened, never lengthened or
+    removed."""
+    path = Path.root("spec", "activeDeadlineSeconds")
+    after, before = new.get("activeDeadlineSeconds"), old.get("activeDeadlineSeconds")
+    if after is None:
+        if before is not None:
+            return [
+                FieldError.invalid(
+                    path, None, "must not update from a positive integer to nil value"
+                )
+            ]
+        return []
+    if not isinstance(after, int) or after < 0 or after > MAX_INT32:
+        return []  # the spec's own rule reports it
+    if isinstance(before, int) and before < after:
+        return [FieldError.invalid(path, after, "must be less than or equal to previous value")]
+    return []
 
 
 def _munged(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
@@ -206,6 +246,15 @@ def validate_pod_spec(
                 seen.add(name)
             if isinstance(container, dict) and not container.get("image"):
                 errors.append(FieldError.required(at.child("image")))
+    deadline = spec.get("activeDeadlineSeconds")
+    if deadline is not None and not (isinstance(deadline, int) and 1 <= deadline <= MAX_INT32):
+        errors.append(
+            FieldError.invalid(
+                path.child("activeDeadlineSeconds"),
+                deadline,
+                f"must be between 1 and {MAX_INT32}, inclusive",
+            )
+        )
     policy = spec.get("restartPolicy")
     if policy not in RESTART_POLICIES:
         errors.append(

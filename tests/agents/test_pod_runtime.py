@@ -1,0 +1,187 @@
+"""What a simulated kubelet does with a pod while it runs, as upstream's: init containers and
+sidecars, a changed image restarts its container, the active deadline fails the pod, a status
+someone else changed is reconciled every 10 s, a host-network pod has its node's address, a
+shorter grace period brings the stop forward — on virtual time, at exact instants."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from taintplane.agents.nodes import NodeShape
+from taintplane.client import resource
+from tests.controllers.harness import Sim, simulate
+from tests.scheduler.builders import make_pod
+
+PODS = resource("", "v1", "pods")
+
+
+def pod(name: str, **spec: Any) -> dict[str, Any]:
+    made = make_pod(name, node_name="node-1")
+    made["spec"]["containers"] = [{"name": "web", "image": "nginx:1.27"}]
+    made["spec"].update(spec)
+    return made
+
+
+def run(tmp_path: Path, scenario: Any) -> None:
+    simulate(tmp_path, scenario, components=("agents",), nodes=[NodeShape("node-1")])
+
+
+def condition(found: dict[str, Any], type_: str) -> tuple[str, str | None, str]:
+    for c in found["status"]["conditions"]:
+        if c["type"] == type_:
+            return c["status"], c.get("reason"), c["lastTransitionTime"]
+    raise AssertionError(f"no {type_} condition")
+
+
+def test_init_containers_complete_and_sidecars_run(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        await sim.create_pod(
+            pod(
+                "init",
+                initContainers=[
+                    {"name": "setup", "image": "busybox:1.36"},
+                    {"name": "proxy", "image": "envoy:1.30", "restartPolicy": "Always"},
+                ],
+            )
+        )
+        await sim.advance(1)
+        found = await sim.pod("init")
+        assert found is not None
+        assert found["status"]["phase"] == "Running"
+        setup, proxy = found["status"]["initContainerStatuses"]
+        assert setup["name"] == "setup"
+        assert setup["state"]["terminated"]["exitCode"] == 0
+        assert setup["state"]["terminated"]["reason"] == "Completed"
+        assert (setup["ready"], setup["started"]) == (True, False)
+        assert proxy["name"] == "proxy"
+        assert proxy["state"] == {"running": {"startedAt": "2026-01-01T00:00:00Z"}}
+        assert (proxy["ready"], proxy["started"]) == (True, True)
+        fields = [e["involvedObject"]["fieldPath"] for e in await sim.events("Started")]
+        assert fields == [
+            "spec.initContainers{setup}",
+            "spec.initContainers{proxy}",
+            "spec.containers{web}",
+        ]
+
+    run(tmp_path, scenario)
+
+
+def test_a_changed_image_restarts_its_container(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        await sim.create_pod(pod("web"))
+        await sim.advance(5)
+        patch = {"spec": {"containers": [{"name": "web", "image": "httpd:2.4"}]}}
+        await sim.client.patch(PODS, "web", patch, namespace="default", patch_type="strategic")
+        await sim.advance(1)
+        found = await sim.pod("web")
+        assert found is not None
+        (status,) = found["status"]["containerStatuses"]
+        assert status["image"] == "httpd:2.4"
+        assert status["restartCount"] == 1
+        assert status["state"] == {"running": {"startedAt": "2026-01-01T00:00:05Z"}}
+        last = status["lastState"]["terminated"]
+        assert (last["exitCode"], last["reason"]) == (0, "Completed")
+        assert (last["startedAt"], last["finishedAt"]) == (
+            "2026-01-01T00:00:00Z",
+            "2026-01-01T00:00:05Z",
+        )
+        assert status["containerID"] != last["containerID"]
+        killing = [e["message"] for e in await sim.events("Killing")]
+        assert killing == ["Container web definition changed, will be restarted"]
+
+    run(tmp_path, scenario)
+
+
+def test_the_active_deadline_fails_the_pod_at_its_instant(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        await sim.create_pod(pod("deadline", activeDeadlineSeconds=30))
+        await sim.advance(29.9)
+        running = await sim.pod("deadline")
+        assert running is not None
+        assert running["status"]["phase"] == "Running"
+        await sim.advance(0.1)
+        failed = await sim.pod("deadline")
+        assert failed is not None
+        assert failed["status"]["phase"] == "Failed"
+        assert failed["status"]["reason"] == "DeadlineExceeded"
+        assert (
+            failed["status"]["message"]
+            == "Pod was active on the node longer than the specified deadline"
+        )
+        assert condition(failed, "Ready") == ("False", "PodFailed", "2026-01-01T00:00:30Z")
+        [event] = await sim.events("DeadlineExceeded")
+        assert (event["type"], event["message"]) == (
+            "Normal",
+            "Pod was active on the node longer than the specified deadline",
+        )
+
+    run(tmp_path, scenario)
+
+
+def test_a_status_changed_by_another_writer_is_reconciled_within_ten_seconds(
+    tmp_path: Path,
+) -> None:
+    async def scenario(sim: Sim) -> None:
+        await sim.create_pod(pod("web"))
+        await sim.advance(1)
+        # What the node lifecycle controller's MarkPodsNotReady writes.
+        not_ready = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "False",
+                        "lastTransitionTime": "2026-01-01T00:00:01Z",
+                    }
+                ]
+            }
+        }
+        await sim.client.patch(
+            PODS,
+            "web",
+            not_ready,
+            namespace="default",
+            patch_type="strategic",
+            subresource="status",
+        )
+        await sim.advance(0)
+        found = await sim.pod("web")
+        assert found is not None
+        assert condition(found, "Ready")[0] == "False"  # not at once: at the next reconcile
+        await sim.advance_to(10)
+        found = await sim.pod("web")
+        assert found is not None
+        assert condition(found, "Ready") == ("True", None, "2026-01-01T00:00:10Z")
+
+    run(tmp_path, scenario)
+
+
+def test_a_host_network_pod_has_its_nodes_address(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        await sim.create_pod(pod("host", hostNetwork=True))
+        await sim.advance(1)
+        found = await sim.pod("host")
+        assert found is not None
+        status = found["status"]
+        assert status["podIP"] == status["hostIP"]
+        assert status["podIPs"] == status["hostIPs"]
+
+    run(tmp_path, scenario)
+
+
+def test_a_shorter_grace_period_brings_the_stop_forward(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        slow = pod("slow", terminationGracePeriodSeconds=30)
+        slow["metadata"]["annotations"] = {"sim.taintplane.io/shutdown-seconds": "100"}
+        await sim.create_pod(slow)
+        await sim.advance(1)
+        await sim.client.delete(PODS, "slow", "default")
+        await sim.advance(1)
+        await sim.client.delete(PODS, "slow", "default", grace_period=5)
+        await sim.advance(4.9)
+        assert await sim.pod("slow") is not None
+        await sim.advance(0.1)
+        assert await sim.pod("slow") is None  # at 2 + 5 s, not at 1 + 30 s
+
+    run(tmp_path, scenario)
