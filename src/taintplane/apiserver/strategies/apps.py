@@ -107,15 +107,9 @@ class DeploymentStrategy(_AppsStrategy):
         ):
             meta(new)["generation"] = int(meta(old).get("generation") or 1) + 1
 
-    def prepare_for_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
-        # Upstream's status strategy resets only spec and labels: the controller records the
-        # revision annotation through the status subresource.
-        annotations = meta(new).get("annotations")
-        super().prepare_for_status_update(new, old)
-        if annotations is None:
-            meta(new).pop("annotations", None)
-        else:
-            meta(new)["annotations"] = annotations
+    #: deploymentStatusStrategy resets the spec and the labels (the controller records the
+    #: revision annotation through the status subresource).
+    status_resets_metadata = ("labels",)
 
 
 class ReplicaSetStrategy(_AppsStrategy):
@@ -126,6 +120,11 @@ class ReplicaSetStrategy(_AppsStrategy):
 
     def default_spec(self, spec: dict[str, Any]) -> None:
         spec.setdefault("replicas", 1)
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        # ReplicaSetStatus.replicas is not omitempty: a new ReplicaSet says 0.
+        obj["status"] = {"replicas": 0}
 
 
 class DaemonSetStrategy(_AppsStrategy):
@@ -145,12 +144,52 @@ class DaemonSetStrategy(_AppsStrategy):
                     rolling.setdefault("maxSurge", 0)
         spec.setdefault("revisionHistoryLimit", DEFAULT_REVISION_HISTORY_LIMIT)
 
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        # DaemonSetStatus' four counts are not omitempty: a new DaemonSet says 0.
+        obj["status"] = {
+            "currentNumberScheduled": 0,
+            "numberMisscheduled": 0,
+            "desiredNumberScheduled": 0,
+            "numberReady": 0,
+        }
+        _set_template_generation(obj, 1)
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        super().prepare_for_update(new, old)
+        # spec.templateGeneration (served as this annotation in apps/v1) is the server's:
+        # one more for every template change, whatever the request says.
+        generation = _template_generation(old)
+        if spec_of(new).get("template") != spec_of(old).get("template"):
+            generation += 1
+        _set_template_generation(new, generation)
+
     def validate_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
         status, old_status = new.get("status"), old.get("status")
         return super().validate_status_update(new, old) + validate_daemonset_status_update(
             status if isinstance(status, dict) else {},
             old_status if isinstance(old_status, dict) else {},
         )
+
+
+#: apps/v1's rendering of the internal spec.templateGeneration.
+TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
+
+
+def _template_generation(obj: dict[str, Any]) -> int:
+    value = (meta(obj).get("annotations") or {}).get(TEMPLATE_GENERATION_ANNOTATION)
+    try:
+        return int(value) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+def _set_template_generation(obj: dict[str, Any], generation: int) -> None:
+    annotations = meta(obj).get("annotations")
+    meta(obj)["annotations"] = {
+        **(annotations if isinstance(annotations, dict) else {}),
+        TEMPLATE_GENERATION_ANNOTATION: str(generation),
+    }
 
 
 class ControllerRevisionStrategy(Strategy):

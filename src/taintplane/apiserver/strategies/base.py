@@ -44,6 +44,10 @@ class Strategy:
     name_format = "subdomain"
     #: Kinds whose spec changes bump ``metadata.generation``.
     tracks_generation = False
+    #: The metadata a status write may not change (its status strategy's reset fields
+    #: beyond the spec): upstream's status strategies reset only the spec for most kinds,
+    #: so labels, annotations, finalizers and owners written with a status are kept.
+    status_resets_metadata: tuple[str, ...] = ()
     #: Whether the kind has a top-level ``spec`` (Go always serializes it, even empty, and
     #: JSON patches rely on it being there); ``status`` likewise when it is a subresource.
     has_spec = True
@@ -90,7 +94,7 @@ class Strategy:
             if key not in old and key not in ("status", "metadata", "apiVersion", "kind"):
                 del new[key]
         new_meta, old_meta = meta(new), meta(old)
-        for key in ("labels", "annotations", "finalizers", "ownerReferences", "generation"):
+        for key in ("generation", *self.status_resets_metadata):
             if key in old_meta:
                 new_meta[key] = old_meta[key]
             else:

@@ -27,6 +27,11 @@ __all__ = [
 
 
 class NodeStrategy(Strategy):
+    #: Kept as before for nodes: a node's status writer is its kubelet, and what a kubelet
+    #: may change of its node's metadata is NodeRestriction's business, not yet checked on
+    #: the status subresource here.
+    status_resets_metadata = ("labels", "annotations", "finalizers", "ownerReferences")
+
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         errors = self.validate_object_meta(obj)
         # Kubernetes validates spec.taints under the path "metadata.taints".

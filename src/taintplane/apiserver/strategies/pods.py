@@ -17,7 +17,7 @@ from taintplane.api.validation import (
     validate_toleration_update,
     validate_tolerations,
 )
-from taintplane.apiserver.strategies.base import Strategy, meta, spec_of
+from taintplane.apiserver.strategies.base import Strategy, spec_of
 
 __all__ = ["PodStrategy", "validate_pod_spec"]
 
@@ -92,17 +92,8 @@ class PodStrategy(Strategy):
         super().prepare_for_create(obj)
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec_of(obj))}
 
-    def prepare_for_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
-        """podStatusStrategy: a status write may change labels, annotations and finalizers
-        too; only the spec, the owner references (old kubelets corrupted them) and the
-        system's fields stay."""
-        new_meta = {**meta(new)}
-        super().prepare_for_status_update(new, old)
-        for key in ("labels", "annotations", "finalizers"):
-            if key in new_meta:
-                meta(new)[key] = new_meta[key]
-            else:
-                meta(new).pop(key, None)
+    #: podStatusStrategy also keeps the owner references (old kubelets corrupted them).
+    status_resets_metadata = ("ownerReferences",)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         errors = self.validate_object_meta(obj)
