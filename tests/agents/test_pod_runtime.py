@@ -185,3 +185,44 @@ def test_a_shorter_grace_period_brings_the_stop_forward(tmp_path: Path) -> None:
         assert await sim.pod("slow") is None  # at 2 + 5 s, not at 1 + 30 s
 
     run(tmp_path, scenario)
+
+
+def test_the_kubelet_refuses_a_pod_bound_past_the_schedulers_checks(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        await sim.create_pod(pod("windows", os={"name": "windows"}))
+        await sim.create_pod(pod("elsewhere", nodeSelector={"kubernetes.io/hostname": "node-2"}))
+        labelled = pod("labelled")
+        labelled["metadata"]["labels"] = {"kubernetes.io/os": "windows"}
+        await sim.create_pod(labelled)
+        await sim.create_pod(pod("fits", os={"name": "linux"}))
+        await sim.advance(1)
+        expected = {
+            "windows": (
+                "PodOSNotSupported",
+                "Failed to admit pod as the OS field doesn't match node OS",
+            ),
+            "elsewhere": (
+                "NodeAffinity",
+                "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+            ),
+            "labelled": (
+                "PodOSSelectorNodeLabelDoesNotMatch",
+                "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
+            ),
+        }
+        for name, (reason, message) in expected.items():
+            found = await sim.pod(name)
+            assert found is not None
+            status = found["status"]
+            assert (status["phase"], status["reason"], status["message"]) == (
+                "Failed",
+                reason,
+                f"Pod was rejected: {message}",
+            )
+            [event] = [e for e in await sim.events(reason) if e["involvedObject"]["name"] == name]
+            assert (event["type"], event["message"]) == ("Warning", message)
+        fits = await sim.pod("fits")
+        assert fits is not None
+        assert fits["status"]["phase"] == "Running"
+
+    run(tmp_path, scenario)

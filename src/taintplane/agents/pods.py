@@ -43,6 +43,7 @@ from taintplane.agents.pod_status import (
     start_pod,
 )
 from taintplane.api.decoding import format_time, parse_timestamp
+from taintplane.api.nodeaffinity import pod_matches_node_selector_and_affinity
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.tolerations import Toleration, find_untolerated_taint
 from taintplane.client import ApiError, resource
@@ -68,6 +69,17 @@ KILLED_EXIT_CODE = 137
 
 TAINT_REASON = "TaintToleration"
 TAINT_MESSAGE = "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
+AFFINITY_REASON = "NodeAffinity"
+AFFINITY_MESSAGE = (
+    "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
+)
+OS_SELECTOR_REASON = "PodOSSelectorNodeLabelDoesNotMatch"
+OS_SELECTOR_MESSAGE = "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"
+OS_FIELD_REASON = "PodOSNotSupported"
+OS_FIELD_MESSAGE = "Failed to admit pod as the OS field doesn't match node OS"
+OS_LABEL = "kubernetes.io/os"
+#: The simulated kubelets run "on" Linux (a real kubelet compares with its runtime.GOOS).
+NODE_OS = "linux"
 
 
 def is_static(pod: dict[str, Any]) -> bool:
@@ -78,17 +90,34 @@ def is_static(pod: dict[str, Any]) -> bool:
 
 
 def admission_failure(pod: dict[str, Any], node: dict[str, Any] | None) -> tuple[str, str] | None:
-    """The kubelet's taint admission check: (reason, message) when it refuses the pod."""
-    if node is None or is_static(pod):
+    """The kubelet's admission (lifecycle/predicate.go Admit), for a pod bound to its node
+    without the scheduler's checks: (reason, message) when it refuses the pod. In upstream's
+    order: the node's selector and affinity, the node's NoExecute taints (static pods are
+    exempt), then the OS label selector and the OS field. Resources are not checked: the
+    simulated nodes do not account for them."""
+    if node is None:
         return None
-    taints = [Taint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or []]
-    tolerations = [
-        Toleration.from_dict(t) for t in (pod.get("spec") or {}).get("tolerations") or []
-    ]
-    untolerated = find_untolerated_taint(
-        taints, tolerations, lambda t: t.effect == TaintEffect.NO_EXECUTE
-    )
-    return None if untolerated is None else (TAINT_REASON, TAINT_MESSAGE)
+    spec = pod.get("spec") or {}
+    node_meta = node.get("metadata") or {}
+    labels = node_meta.get("labels") or {}
+    if not pod_matches_node_selector_and_affinity(spec, labels, str(node_meta.get("name", ""))):
+        return AFFINITY_REASON, AFFINITY_MESSAGE
+    if not is_static(pod):
+        taints = [Taint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or []]
+        tolerations = [Toleration.from_dict(t) for t in spec.get("tolerations") or []]
+        untolerated = find_untolerated_taint(
+            taints, tolerations, lambda t: t.effect == TaintEffect.NO_EXECUTE
+        )
+        if untolerated is not None:
+            return TAINT_REASON, TAINT_MESSAGE
+    node_os = str(labels.get(OS_LABEL) or NODE_OS)
+    pod_os_label = ((pod.get("metadata") or {}).get("labels") or {}).get(OS_LABEL)
+    if pod_os_label is not None and pod_os_label != node_os:
+        return OS_SELECTOR_REASON, OS_SELECTOR_MESSAGE
+    pod_os = (spec.get("os") or {}).get("name")
+    if pod_os is not None and pod_os != NODE_OS:
+        return OS_FIELD_REASON, OS_FIELD_MESSAGE
+    return None
 
 
 def _pod_ip(key: str) -> str:
