@@ -15,6 +15,7 @@ a rule with effect ``None`` the condition reports, once, what ``NoExecute`` woul
 from __future__ import annotations
 
 import asyncio
+import copy
 import heapq
 import itertools
 import logging
@@ -25,6 +26,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from taintplane.api.decoding import format_time
+from taintplane.api.podconditions import find_condition, update_pod_condition
 from taintplane.client import ApiError, Client, resource
 from taintplane.client.events import EventRecorder
 from taintplane.client.shared import SharedInformers
@@ -342,24 +344,20 @@ class DeviceTaintEvictionController:
         if pod["metadata"].get("deletionTimestamp"):
             return True  # already being deleted (upstream counts it too)
         await self._pod_event(item, "Marking for deletion")
-        conditions = (pod.get("status") or {}).get("conditions") or []
-        old = next((c for c in conditions if c.get("type") == "DisruptionTarget"), None)
-        wanted = {"status": "True", "reason": CONDITION_REASON, "message": CONDITION_MESSAGE}
-        if old is None or any(old.get(k) != v for k, v in wanted.items()):
-            keep = old is not None and old.get("status") == "True"
-            condition = {
-                "type": "DisruptionTarget",
-                **wanted,
-                "lastTransitionTime": (
-                    old.get("lastTransitionTime")
-                    if keep and old is not None
-                    else format_time(self.clock.now())
-                ),
-            }
+        # UpdatePodCondition on a copy: written only when the condition changes, its
+        # transition time kept while its status holds.
+        scratch = {"status": copy.deepcopy(pod.get("status") or {})}
+        disruption = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": CONDITION_REASON,
+            "message": CONDITION_MESSAGE,
+        }
+        if update_pod_condition(scratch, disruption, format_time(self.clock.now())):
             await self.client.patch(
                 PODS,
                 name,
-                {"status": {"conditions": [condition]}},
+                {"status": {"conditions": [find_condition(scratch, "DisruptionTarget")]}},
                 namespace=namespace,
                 patch_type="strategic",
                 subresource="status",
