@@ -57,7 +57,7 @@ def container_id(pod_key: str, name: str, restart: int) -> str:
     return f"containerd://{digest}"
 
 
-@dataclass
+@dataclass(slots=True)
 class ContainerRun:
     name: str
     image: str
@@ -104,7 +104,7 @@ class ContainerRun:
         }
 
 
-@dataclass
+@dataclass(slots=True)
 class PodRun:
     uid: str
     started_at: str
@@ -114,9 +114,10 @@ class PodRun:
     containers: list[ContainerRun] = field(default_factory=list)
     #: The pod failed as a whole (reason, message): its active deadline passed.
     failure: tuple[str, str] | None = None
-    #: The status last written, as ``owned_view`` sees it (to tell our own changes from
-    #: another writer's, which wait for the periodic reconcile as upstream's).
-    last_sent: Any = None
+    #: A digest of the status last written, as ``owned_view`` sees it (to tell our own
+    #: changes from another writer's, which wait for the periodic reconcile as upstream's);
+    #: a digest, not the view, because the kubelets hold one per running pod.
+    last_sent: int | None = None
 
     def running(self) -> list[ContainerRun]:
         return [

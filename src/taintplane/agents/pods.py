@@ -225,7 +225,7 @@ class PodRuntime:
                 return
             if phase == "Running" and status.get("containerStatuses"):
                 run = self.runs[key] = adopt_pod(pod, self._host_ip(pod))
-                run.last_sent = owned_view(status)
+                run.last_sent = hash(owned_view(status))
             else:
                 run = await self._admit_and_start(key, pod)
                 if run is None:
@@ -326,18 +326,19 @@ class PodRuntime:
             return
         status = generate_status(pod, run, format_time(self.kubelets.clock.now()))
         wanted = owned_view(status)
+        digest = hash(wanted)
         reconciling = key in self._reconciling
         self._reconciling.discard(key)
         if wanted == owned_view(pod.get("status") or {}):
-            run.last_sent = wanted
+            run.last_sent = digest
             self.diverged.discard(key)
             return
-        if wanted == run.last_sent and not reconciling:
+        if digest == run.last_sent and not reconciling:
             self.diverged.add(key)
             return
         order = [{"type": c["type"]} for c in status["conditions"]]
         if await self._patch_status(pod, {**status, "$setElementOrder/conditions": order}):
-            run.last_sent = wanted
+            run.last_sent = digest
 
     async def _patch_status(self, pod: dict[str, Any], status: dict[str, Any]) -> bool:
         meta = pod["metadata"]
