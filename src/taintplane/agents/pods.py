@@ -372,12 +372,8 @@ class PodRuntime:
             return
         run = self.runs.get(key)
         if scheduled is None:
-            running = run.running() if run is not None else []
-            record_killing(
-                self.kubelets.recorders[pod["spec"]["nodeName"]],
-                pod,
-                [c.name for c in running if c in run.containers] if run is not None else [],
-            )
+            stopping = [c.name for c in run.running() if c in run.containers] if run else []
+            record_killing(self.kubelets.recorders[pod["spec"]["nodeName"]], pod, stopping)
         else:
             self._stop_tasks.pop(key).cancel()
         self.stopping[key] = at

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["find_condition", "is_pod_ready", "update_pod_condition"]
+__all__ = ["changed_condition", "find_condition", "is_pod_ready", "update_pod_condition"]
 
 
 def find_condition(pod: dict[str, Any], type_: str) -> dict[str, Any] | None:
@@ -42,3 +42,15 @@ def update_pod_condition(pod: dict[str, Any], condition: dict[str, Any], now: st
     wanted["lastTransitionTime"] = now
     conditions.append(wanted)
     return True
+
+
+def changed_condition(
+    pod: dict[str, Any], condition: dict[str, Any], now: str
+) -> dict[str, Any] | None:
+    """The condition as ``update_pod_condition`` would leave it on ``pod``, or None when that
+    changes nothing (so no status write is needed). ``pod`` itself is not changed."""
+    existing = (pod.get("status") or {}).get("conditions") or []
+    scratch: dict[str, Any] = {"status": {"conditions": [dict(c) for c in existing]}}
+    if not update_pod_condition(scratch, condition, now):
+        return None
+    return find_condition(scratch, condition["type"])

@@ -15,7 +15,6 @@ a rule with effect ``None`` the condition reports, once, what ``NoExecute`` woul
 from __future__ import annotations
 
 import asyncio
-import copy
 import heapq
 import itertools
 import logging
@@ -26,7 +25,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from taintplane.api.decoding import format_time
-from taintplane.api.podconditions import find_condition, update_pod_condition
+from taintplane.api.podconditions import changed_condition
 from taintplane.client import ApiError, Client, resource
 from taintplane.client.events import EventRecorder
 from taintplane.client.shared import SharedInformers
@@ -344,20 +343,23 @@ class DeviceTaintEvictionController:
         if pod["metadata"].get("deletionTimestamp"):
             return True  # already being deleted (upstream counts it too)
         await self._pod_event(item, "Marking for deletion")
-        # UpdatePodCondition on a copy: written only when the condition changes, its
-        # transition time kept while its status holds.
-        scratch = {"status": copy.deepcopy(pod.get("status") or {})}
-        disruption = {
-            "type": "DisruptionTarget",
-            "status": "True",
-            "reason": CONDITION_REASON,
-            "message": CONDITION_MESSAGE,
-        }
-        if update_pod_condition(scratch, disruption, format_time(self.clock.now())):
+        # Written only when UpdatePodCondition changes it (its transition time kept while
+        # its status holds).
+        condition = changed_condition(
+            pod,
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": CONDITION_REASON,
+                "message": CONDITION_MESSAGE,
+            },
+            format_time(self.clock.now()),
+        )
+        if condition is not None:
             await self.client.patch(
                 PODS,
                 name,
-                {"status": {"conditions": [find_condition(scratch, "DisruptionTarget")]}},
+                {"status": {"conditions": [condition]}},
                 namespace=namespace,
                 patch_type="strategic",
                 subresource="status",

@@ -19,7 +19,6 @@ current instant, so under virtual time due instants are exact.
 from __future__ import annotations
 
 import asyncio
-import copy
 import heapq
 import itertools
 import logging
@@ -30,7 +29,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from taintplane.api.decoding import format_time
-from taintplane.api.podconditions import find_condition, update_pod_condition
+from taintplane.api.podconditions import changed_condition
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.tolerations import Toleration, matching_tolerations, min_toleration_seconds
 from taintplane.client import ApiError, Client, resource
@@ -297,15 +296,17 @@ class TaintEvictionController:
         ``UpdatePodCondition`` changes it, so a pod evicted again keeps its first
         ``lastTransitionTime`` and sees no status write; then the pod is deleted."""
         pod = await self.client.get(PODS, name, namespace)
-        scratch = {"status": copy.deepcopy(pod.get("status") or {})}
-        disruption = {
-            "type": "DisruptionTarget",
-            "status": "True",
-            "reason": CONDITION_REASON,
-            "message": CONDITION_MESSAGE,
-        }
-        if update_pod_condition(scratch, disruption, format_time(self.clock.now())):
-            condition = find_condition(scratch, "DisruptionTarget")
+        condition = changed_condition(
+            pod,
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": CONDITION_REASON,
+                "message": CONDITION_MESSAGE,
+            },
+            format_time(self.clock.now()),
+        )
+        if condition is not None:
             await self.client.patch(
                 PODS,
                 name,
