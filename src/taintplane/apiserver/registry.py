@@ -61,6 +61,10 @@ async def _admit_nothing(*_: object) -> None:
     return None
 
 
+class _LostRace(Exception):
+    """Another writer changed the object between a deletion's read and its write."""
+
+
 class Registry(RegistryReads):
     """Reads (``RegistryReads``) and the writes: create, update, delete."""
 
@@ -313,7 +317,36 @@ class Registry(RegistryReads):
         ``propagation`` Orphan or Foreground puts the garbage collector's finalizer on the
         object (``orphan`` / ``foregroundDeletion``), so it stays until the collector has
         orphaned or deleted its dependents; Background (the default) deletes it now and lets
-        the collector find the dependents."""
+        the collector find the dependents.
+
+        A write by someone else between reading the object and writing it does not fail the
+        request: it is read again and the deletion decided anew (GuaranteedUpdate), so only
+        the caller's own preconditions can answer 409."""
+        while True:
+            try:
+                return await self._delete_once(
+                    resource,
+                    namespace,
+                    name,
+                    grace_period=grace_period,
+                    preconditions=preconditions,
+                    dry_run=dry_run,
+                    propagation=propagation,
+                )
+            except _LostRace:
+                continue
+
+    async def _delete_once(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        *,
+        grace_period: int | None,
+        preconditions: dict[str, Any] | None,
+        dry_run: bool,
+        propagation: str | None,
+    ) -> tuple[dict[str, Any], bool]:
         obj = await self.get(resource, namespace, name)
         metadata = meta(obj)
         preconditions = preconditions or {}
@@ -381,6 +414,8 @@ class Registry(RegistryReads):
                 revision = await self.store.update(
                     key, self._encode(obj), int(metadata["resourceVersion"])
                 )
+            except store_errors.Conflict as error:
+                raise _LostRace from error
             except store_errors.StoreError as error:
                 raise from_store_error(error, resource, name) from error
             self._written(resource)
@@ -390,7 +425,7 @@ class Registry(RegistryReads):
             return obj, True
         key = self._key(resource, namespace, name)
         revision = await self._delete_now(
-            resource, namespace, name, key, int(metadata["resourceVersion"])
+            resource, namespace, name, key, int(metadata["resourceVersion"]), raced=_LostRace
         )
         metadata["resourceVersion"] = str(revision)
         return obj, True
@@ -406,10 +441,23 @@ class Registry(RegistryReads):
         self._written(resource)
 
     async def _delete_now(
-        self, resource: ResourceType, namespace: str, name: str, key: str, expected: int
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        key: str,
+        expected: int,
+        *,
+        raced: type[Exception] | None = None,
     ) -> int:
+        """Delete ``key`` at revision ``expected``; a changed object raises ``raced`` when
+        given (the caller reads it again), 409 otherwise."""
         try:
             revision, _ = await self.store.delete(key, expected)
+        except store_errors.Conflict as error:
+            if raced is not None:
+                raise raced from error
+            raise from_store_error(error, resource, name) from error
         except store_errors.StoreError as error:
             raise from_store_error(error, resource, name) from error
         self._written(resource)
