@@ -12,14 +12,20 @@ from typing import Any
 
 import pytest
 
-from taintplane.api.scheme import SCHEME
+from taintplane.api.scheme import SCHEME, ResourceType
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.status import APIError
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import in_process_cluster
 
-PODS = SCHEME.lookup("", "v1", "pods")
-assert PODS is not None
+
+def _pods() -> ResourceType:
+    found = SCHEME.lookup("", "v1", "pods")
+    assert found is not None
+    return found
+
+
+PODS = _pods()
 
 
 def pod(name: str, **metadata: Any) -> dict[str, Any]:
@@ -50,7 +56,7 @@ def interfere_once(registry: Registry, change: Callable[[], Awaitable[None]]) ->
         if operation == "DELETE" and seen.count("DELETE") == 1:
             await change()
 
-    registry.admit = admit_and_interfere  # type: ignore[method-assign]
+    registry.admit = admit_and_interfere
     return seen
 
 

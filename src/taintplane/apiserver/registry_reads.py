@@ -24,9 +24,27 @@ from taintplane.clock import Clock
 from taintplane.store import errors as store_errors
 from taintplane.store.interface import KV, EventType, ListResult, Store, Watch
 
-__all__ = ["ListPage", "RegistryReads", "WatchItem", "WatchProgress", "parse_resource_version"]
+__all__ = [
+    "ListPage",
+    "RegistryReads",
+    "WatchItem",
+    "WatchProgress",
+    "encode_for_storage",
+    "parse_resource_version",
+]
 
 _METADATA = b'"metadata":{'
+
+
+def encode_for_storage(obj: dict[str, Any]) -> bytes:
+    """The bytes the store keeps for ``obj``: JSON without ``metadata.resourceVersion`` (the
+    store's revision is the resourceVersion), apiVersion, kind and metadata first: then the
+    first nested object in the bytes is metadata, which lets reads splice the resourceVersion
+    in without decoding."""
+    stored: dict[str, Any] = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind")}
+    stored["metadata"] = {k: v for k, v in meta(obj).items() if k != "resourceVersion"}
+    stored.update((k, v) for k, v in obj.items() if k not in stored)
+    return orjson.dumps(stored)
 
 
 @dataclass
@@ -122,12 +140,7 @@ class RegistryReads:
 
     @staticmethod
     def _encode(obj: dict[str, Any]) -> bytes:
-        # apiVersion, kind and metadata first: then the first nested object in the bytes is
-        # metadata, which lets reads splice the resourceVersion in without decoding.
-        stored: dict[str, Any] = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind")}
-        stored["metadata"] = {k: v for k, v in meta(obj).items() if k != "resourceVersion"}
-        stored.update((k, v) for k, v in obj.items() if k not in stored)
-        return orjson.dumps(stored)
+        return encode_for_storage(obj)
 
     @staticmethod
     def splice(kv: KV) -> bytes:

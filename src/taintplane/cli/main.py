@@ -26,6 +26,7 @@ _COMMANDS = {
     "dedicate": "taintplane.cli.dedicate:dedicate_group",
     "policy": "taintplane.cli.policy:policy_group",
     "taint": "taintplane.cli.taint_devices:taint_group",
+    "what-if": "taintplane.cli.whatif:what_if_group",
 }
 
 

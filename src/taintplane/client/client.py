@@ -107,6 +107,10 @@ class Client:
         result: dict[str, Any] = await self._call("GET", "/version")
         return result
 
+    async def get_path(self, path: str) -> Any:
+        """GET a path outside the resource tree (e.g. a taintplane admin endpoint)."""
+        return await self._call("GET", path)
+
     async def get(self, rt: ResourceType, name: str, namespace: str = "") -> dict[str, Any]:
         result: dict[str, Any] = await self._call("GET", _path(rt, namespace, name))
         return result

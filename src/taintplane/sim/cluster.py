@@ -33,6 +33,7 @@ from taintplane.scheduler.scheduler import Scheduler
 from taintplane.sim.admin import ADMIN_PREFIX, AdminApp
 from taintplane.sim.kubeconfig import write_kubeconfig
 from taintplane.sim.pki import ensure_tls
+from taintplane.sim.snapshot import restore
 from taintplane.store.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,9 @@ class ClusterConfig:
     #: ``--auth``: the token file (kube-apiserver's --token-auth-file format); turns on TLS,
     #: authentication and RBAC.
     auth_tokens: Path | None = None
+    #: Objects written into the (empty) store before anything starts: a snapshot to simulate
+    #: from (``what-if``), restored as an etcd backup is.
+    seed: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Cluster:
@@ -144,6 +148,8 @@ class Cluster:
         db = parse_store_spec(self.config.store, self.config.data_dir)
         db.parent.mkdir(parents=True, exist_ok=True)
         self.store = await SqliteStore(db, synchronous=self.config.synchronous).open()
+        if self.config.seed:
+            await restore(self.store, self.config.seed)
         if isinstance(self.clock, VirtualClock):
             # Advancing virtual time waits for the writer thread too.
             self.clock.add_quiescence_check(self.store.drained)
@@ -318,6 +324,7 @@ async def in_process_cluster(
     nodes: list[NodeShape] | None = None,
     controller_config: ControllerConfig | None = None,
     admission: AdmissionSetup | None = None,
+    seed: list[dict[str, Any]] | None = None,
 ) -> AsyncIterator[Cluster]:
     """A cluster on the caller's event loop with no HTTP listener: components talk through
     the in-process transport, and a virtual clock drives everything deterministically."""
@@ -330,6 +337,7 @@ async def in_process_cluster(
         nodes=list(nodes or []),
         controller_config=controller_config,
         admission=admission,
+        seed=list(seed or []),
     )
     cluster = Cluster(config, clock)
     await cluster.start(listen=False)

@@ -1,0 +1,278 @@
+"""``taintplane what-if taint nodes NAME… KEY[=VALUE]:EFFECT``: who is evicted, when, and where
+they go, before anyone applies the taint.
+
+The question is put to a copy of the cluster (the live one read over its API, or a snapshot
+file) on virtual time; see :mod:`taintplane.sim.whatif`. Nothing is changed in the cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+import httpx
+
+from taintplane.api.duration import DurationError, format_duration, parse_duration
+from taintplane.api.features import FeatureGates, UnknownFeatureGateError
+from taintplane.api.selectors import LabelSelector, parse_label_selector
+from taintplane.api.taint_spec import TaintSpecError, parse_taint_command, validate_taint_command
+from taintplane.cli.kubeconfig import Target, load_target
+from taintplane.client import ApiError, Client, HTTPTransport
+from taintplane.sim.snapshot import SnapshotError, read_live, read_snapshot_file, snapshot_instant
+from taintplane.sim.whatif import (
+    STEPS,
+    WhatIfError,
+    WhatIfReport,
+    default_window,
+    resolve_plan,
+    run_what_if,
+)
+
+__all__ = ["what_if_group"]
+
+
+@click.group("what-if")
+def what_if_group() -> None:
+    """Try a change on a copy of the cluster, on virtual time, and see what it would do."""
+
+
+@what_if_group.command("taint")
+@click.argument("args", nargs=-1, required=True)
+@click.option(
+    "--snapshot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Start from this file (what `kubectl get nodes,pods,replicasets,deployments,"
+    "daemonsets,poddisruptionbudgets -A -o yaml` prints) instead of the live cluster.",
+)
+@click.option(
+    "--until",
+    default=None,
+    metavar="DURATION",
+    help="How much time to simulate (default: until the last eviction the taint causes, its "
+    "grace period, and 5m for replacements to start).",
+)
+@click.option("-l", "--selector", default="", help="Taint the nodes matching this label selector.")
+@click.option("--all", "all_nodes", is_flag=True, help="Taint every node.")
+@click.option("--overwrite", is_flag=True, help="Replace a taint with the same key and effect.")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
+@click.option(
+    "--feature-gates",
+    default="",
+    metavar="A=true,B=false",
+    help="Feature gates of the simulated cluster (set them as the real one's).",
+)
+@click.option("--kubeconfig", metavar="PATH", help="Kubeconfig of the live cluster.")
+def what_if_taint_command(
+    args: tuple[str, ...],
+    snapshot: Path | None,
+    until: str | None,
+    selector: str,
+    all_nodes: bool,
+    overwrite: bool,
+    output: str,
+    feature_gates: str,
+    kubeconfig: str | None,
+) -> None:
+    """What `kubectl taint nodes NAME… KEY[=VALUE]:EFFECT` would do: which pods are evicted,
+    when, and where their replacements go. The same arguments as kubectl taint (KEY:EFFECT-
+    and KEY- remove taints); the cluster itself is not changed."""
+    try:
+        resources, changes = parse_taint_command(args)
+        validate_taint_command(resources, changes, all_nodes=all_nodes, selector=selector)
+    except TaintSpecError as error:
+        raise click.UsageError(error.message) from error
+    label_selector: LabelSelector | None = None
+    if selector:
+        try:
+            label_selector = parse_label_selector(selector)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--selector") from error
+    window: float | None = None
+    if until is not None:
+        try:
+            window = parse_duration(until)
+        except DurationError as error:
+            raise click.BadParameter(
+                f"{error} (use e.g. 30m, 1h30m)", param_hint="--until"
+            ) from error
+        if window < 0:
+            raise click.BadParameter(
+                "a duration to simulate cannot be negative", param_hint="--until"
+            )
+    try:
+        features = FeatureGates.parse(feature_gates)
+    except (ValueError, UnknownFeatureGateError) as error:
+        raise click.UsageError(f"--feature-gates: {error}") from error
+
+    objects, start = _read_cluster(snapshot, kubeconfig)
+    try:
+        plan = resolve_plan(
+            objects,
+            resources,
+            changes,
+            selector=label_selector,
+            all_nodes=all_nodes,
+            overwrite=overwrite,
+        )
+    except WhatIfError as error:
+        raise click.ClickException(str(error)) from error
+    if window is None:
+        window = default_window(objects, plan)
+
+    report = asyncio.run(
+        run_what_if(
+            objects,
+            plan,
+            start=start,
+            window=window,
+            features=features,
+            progress=_progress_bar(window),
+        )
+    )
+    if output == "json":
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        click.echo(render_text(report))
+
+
+def _progress_bar(window: float) -> Callable[[float, float], None] | None:
+    """Simulated time done, on a terminal's stderr (nothing when it is not a terminal)."""
+    if not sys.stderr.isatty():
+        return None
+    bar = click.progressbar(
+        length=STEPS, label=f"simulating {format_duration(window)}", file=sys.stderr
+    )
+
+    def progress(done: float, total: float) -> None:
+        bar.update(1)
+        if done >= total:
+            bar.render_finish()
+
+    return progress
+
+
+def _read_cluster(
+    snapshot: Path | None, kubeconfig: str | None
+) -> tuple[list[dict[str, Any]], datetime]:
+    """The objects to start from and the instant to start at."""
+    if snapshot is not None:
+        try:
+            objects = read_snapshot_file(snapshot)
+        except SnapshotError as error:
+            raise click.ClickException(str(error)) from error
+        if not any(o.get("kind") == "Node" for o in objects):
+            raise click.ClickException(
+                f"snapshot {snapshot} has no nodes: make it with `kubectl get nodes,pods,"
+                "replicasets,deployments,daemonsets,poddisruptionbudgets -A -o yaml`"
+            )
+        return objects, snapshot_instant(objects) or datetime.now(UTC)
+    target = load_target(kubeconfig)
+    try:
+        return asyncio.run(_read_live(target))
+    except ApiError as error:
+        raise click.ClickException(f"{error} (from {target.server})") from error
+    except (OSError, httpx.TransportError) as error:
+        raise click.ClickException(
+            f"cannot reach the cluster at {target.server}: {error}; is it running?"
+        ) from error
+
+
+async def _read_live(target: Target) -> tuple[list[dict[str, Any]], datetime]:
+    transport = HTTPTransport(target.server, token=target.token, verify=target.verify)
+    try:
+        client = Client(transport)
+        objects = await read_live(client)
+        return objects, await _cluster_now(client)
+    finally:
+        await transport.close()
+
+
+async def _cluster_now(client: Client) -> datetime:
+    """A taintplane cluster's own clock (it may be virtual); the wall clock for any other."""
+    try:
+        answer = await client.get_path("/taintplane/v1/clock")
+    except ApiError:
+        return datetime.now(UTC)
+    return datetime.fromisoformat(str(answer["now"]).replace("Z", "+00:00"))
+
+
+# ---- text report -------------------------------------------------------------------------------
+
+
+def _offset(report: WhatIfReport, moment: datetime | None) -> str:
+    return "-" if moment is None else "+" + format_duration(report.offset(moment))
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return [
+        "   ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in [header, *rows]
+    ]
+
+
+def render_text(report: WhatIfReport) -> str:
+    plan = report.plan
+    changes = [t.to_string() for t in plan.changes.add] + [
+        t.to_string() + "-" for t in plan.changes.remove
+    ]
+    lines = [
+        f"What if: kubectl taint nodes {' '.join(plan.nodes)} {' '.join(changes)}",
+        f"Simulated from {report.start.strftime('%Y-%m-%dT%H:%M:%SZ')} for "
+        f"{format_duration(report.offset(report.end))} (nothing was changed in the cluster).",
+        "",
+    ]
+    lines += _table(
+        ("TIME", "EVENT", "OBJECT", "DETAIL"),
+        [(_offset(report, h.at), h.event, h.object, h.detail) for h in report.timeline],
+    )
+    if report.affected:
+        lines += ["", "Pods on the tainted nodes:"]
+        lines += _table(
+            ("NAMESPACE", "POD", "NODE", "OUTCOME", "AT", "WHY"),
+            [
+                (p.namespace, p.name, p.node, p.outcome, _offset(report, p.at), p.detail)
+                for p in report.affected
+            ],
+        )
+    if report.replacements:
+        lines += ["", "Pods created meanwhile:"]
+        lines += _table(
+            ("NAMESPACE", "POD", "OWNER", "NODE", "DETAIL"),
+            [
+                (r.namespace, r.name, r.owner or "-", r.node or "<pending>", r.detail)
+                for r in report.replacements
+            ],
+        )
+    lines += ["", _summary(report)]
+    return "\n".join(lines)
+
+
+def _summary(report: WhatIfReport) -> str:
+    evicted = sum(1 for p in report.affected if p.outcome == "evicted")
+    placed = Counter(r.node for r in report.replacements if r.node)
+    pending = sum(
+        1 for r in report.replacements if not r.node and r.detail != "deleted in the window"
+    )
+    where = ", ".join(f"{node}: {count}" for node, count in sorted(placed.items()))
+    deleted = sum(1 for p in report.affected if p.outcome == "deleted")
+    created = len(report.replacements)
+    text = (
+        f"Summary: of {_count(len(report.affected), 'pod')} on the tainted nodes, {evicted} "
+        f"evicted, {deleted} deleted; {_count(created, 'pod')} created, "
+        f"{sum(placed.values())} scheduled"
+    )
+    text += f" ({where})" if where else ""
+    return text + f", {pending} pending."
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
