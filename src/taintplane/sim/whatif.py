@@ -11,10 +11,9 @@ the instant it happens.
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ from typing import Any
 from taintplane.agents.nodes import NodeShape
 from taintplane.api.decoding import format_time
 from taintplane.api.features import FeatureGates
-from taintplane.api.podconditions import find_condition
 from taintplane.api.selectors import LabelSelector
 from taintplane.api.taint_spec import TaintChanges, TaintSpecError, apply_taint_changes
 from taintplane.api.taints import Taint, TaintEffect
@@ -31,9 +29,10 @@ from taintplane.api.tolerations import (
     matching_tolerations,
     min_toleration_seconds,
 )
-from taintplane.client import Client, Informer, resource
+from taintplane.client import Client, object_key, resource
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import in_process_cluster
+from taintplane.sim.recorder import Happening, Recorder, node_taints
 
 __all__ = [
     "NODE_RESOURCE_NAMES",
@@ -76,27 +75,6 @@ class TaintPlan:
     nodes: tuple[str, ...]
     changes: TaintChanges
     overwrite: bool = False
-
-
-@dataclass(frozen=True)
-class Happening:
-    """One thing that happened in the simulation, at the instant it happened."""
-
-    at: datetime
-    #: tainted, untainted, node-condition, created, scheduled, unschedulable, evicting,
-    #: terminating, running, failed, succeeded, deleted
-    event: str
-    kind: str
-    name: str
-    namespace: str = ""
-    detail: str = ""
-
-    @property
-    def object(self) -> str:
-        prefix = self.kind.lower()
-        return (
-            f"{prefix}/{self.namespace}/{self.name}" if self.namespace else f"{prefix}/{self.name}"
-        )
 
 
 @dataclass(frozen=True)
@@ -213,10 +191,6 @@ def node_shape(node: dict[str, Any]) -> NodeShape:
     return shape
 
 
-def _taints(node: dict[str, Any]) -> list[Taint]:
-    return [Taint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or []]
-
-
 def _tolerations(pod: dict[str, Any]) -> list[Toleration]:
     return [Toleration.from_dict(t) for t in (pod.get("spec") or {}).get("tolerations") or []]
 
@@ -270,7 +244,7 @@ def resolve_plan(
         chosen = list(dict.fromkeys(names))
     for name in chosen:
         try:
-            apply_taint_changes(name, _taints(nodes[name]), changes, overwrite=overwrite)
+            apply_taint_changes(name, node_taints(nodes[name]), changes, overwrite=overwrite)
         except TaintSpecError as error:
             raise WhatIfError(error.message) from error
     return TaintPlan(tuple(chosen), changes, overwrite)
@@ -286,7 +260,7 @@ def default_window(objects: Sequence[dict[str, Any]], plan: TaintPlan) -> float:
             continue
         node = nodes[obj["spec"]["nodeName"]]
         _, taints = apply_taint_changes(
-            node["metadata"]["name"], _taints(node), plan.changes, overwrite=True
+            node["metadata"]["name"], node_taints(node), plan.changes, overwrite=True
         )
         delay = _eviction_delay(obj, taints)
         if delay is None:
@@ -297,195 +271,6 @@ def default_window(objects: Sequence[dict[str, Any]], plan: TaintPlan) -> float:
     return longest + SETTLE_SECONDS
 
 
-# ---- watching the copy ------------------------------------------------------------------------
-
-
-def _owner(pod: dict[str, Any]) -> str:
-    for ref in pod["metadata"].get("ownerReferences") or []:
-        if ref.get("controller"):
-            return f"{ref.get('kind')}/{ref.get('name')}"
-    return ""
-
-
-def _pod_changes(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str]]:
-    """What a pod update says happened, as (event, detail)."""
-    changes: list[tuple[str, str]] = []
-    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
-    if new_spec.get("nodeName") and not old_spec.get("nodeName"):
-        changes.append(("scheduled", f"to {new_spec['nodeName']}"))
-    scheduled = find_condition(new, "PodScheduled") or {}
-    before = find_condition(old, "PodScheduled") or {}
-    if scheduled.get("reason") == "Unschedulable" and (
-        scheduled.get("message") != before.get("message") or before.get("reason") != "Unschedulable"
-    ):
-        changes.append(("unschedulable", str(scheduled.get("message") or "")))
-    if new["metadata"].get("deletionTimestamp") and not old.get("metadata", {}).get(
-        "deletionTimestamp"
-    ):
-        disruption = find_condition(new, "DisruptionTarget")
-        if disruption is not None and disruption.get("status") == "True":
-            changes.append(("evicting", f"{disruption.get('reason')}: {disruption.get('message')}"))
-        else:
-            grace = new["metadata"].get("deletionGracePeriodSeconds")
-            changes.append(("terminating", f"grace period {grace}s"))
-    phase = (new.get("status") or {}).get("phase")
-    if phase != (old.get("status") or {}).get("phase"):
-        status = new.get("status") or {}
-        if phase == "Running":
-            changes.append(("running", f"on {new_spec.get('nodeName', '')}"))
-        elif phase == "Failed":
-            changes.append(("failed", f"{status.get('reason', '')}: {status.get('message', '')}"))
-        elif phase == "Succeeded":
-            changes.append(("succeeded", ""))
-    return changes
-
-
-def _node_changes(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str]]:
-    changes: list[tuple[str, str]] = []
-    before = {(t.key, t.value, t.effect) for t in _taints(old)}
-    after = {(t.key, t.value, t.effect) for t in _taints(new)}
-    for taint in _taints(new):
-        if (taint.key, taint.value, taint.effect) not in before:
-            changes.append(("tainted", taint.to_string()))
-    for taint in _taints(old):
-        if (taint.key, taint.value, taint.effect) not in after:
-            changes.append(("untainted", taint.to_string()))
-    ready_before = _ready_condition(old)
-    ready_after = _ready_condition(new)
-    if ready_after.get("status") != ready_before.get("status"):
-        changes.append(
-            ("node-condition", f"Ready={ready_after.get('status')} ({ready_after.get('reason')})")
-        )
-    return changes
-
-
-def _ready_condition(node: dict[str, Any]) -> dict[str, Any]:
-    for condition in (node.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return dict(condition)
-    return {}
-
-
-class _Recorder:
-    """Pods and nodes of the copy, and every change to them once armed."""
-
-    def __init__(self, client: Client, clock: VirtualClock) -> None:
-        self.clock = clock
-        self.armed = False
-        self.timeline: list[Happening] = []
-        #: Pods created while armed, in order, with their controller ("Kind/name" or "").
-        self.created: dict[str, str] = {}
-        #: When each pod's deletion began, whether it was an eviction, and why.
-        self.deleting: dict[str, tuple[datetime, bool, str]] = {}
-        self.deleted: dict[str, datetime] = {}
-        self.unschedulable: dict[str, str] = {}
-        self.pods = Informer(
-            client,
-            PODS,
-            on_add=self._pod_added,
-            on_update=self._pod_updated,
-            on_delete=self._pod_deleted,
-        )
-        self.nodes = Informer(client, NODES, on_update=self._node_updated)
-        #: Events say who deleted a pod when no DisruptionTarget condition does.
-        self.events = Informer(client, EVENTS)
-        self._tasks: list[asyncio.Task[None]] = []
-
-    async def start(self) -> None:
-        informers = (self.pods, self.nodes, self.events)
-        for informer in informers:
-            self._tasks.append(asyncio.create_task(informer.run()))
-        await asyncio.gather(*(informer.synced.wait() for informer in informers))
-        self.armed = True
-
-    def deleted_by(self, key: str) -> str:
-        """The controller whose event says it deleted the pod (``SuccessfulDelete``, as the
-        ReplicaSet, DaemonSet and Job controllers record), as "Kind name"; "" if none did."""
-        namespace, _, name = key.partition("/")
-        for event in self.events.cache.values():
-            if (
-                event.get("reason") == "SuccessfulDelete"
-                and event.get("message") == f"Deleted pod: {name}"
-                and event["metadata"].get("namespace") == namespace
-            ):
-                involved = event.get("involvedObject") or {}
-                return f"{involved.get('kind')} {involved.get('name')}"
-        return ""
-
-    def named_deleters(self) -> list[Happening]:
-        """The timeline, with the deleter named where the pod's update did not say."""
-        timeline = []
-        for happening in self.timeline:
-            if happening.event == "terminating":
-                key = f"{happening.namespace}/{happening.name}"
-                deleter = self.deleted_by(key)
-                if deleter:
-                    happening = replace(happening, detail=f"by {deleter}, {happening.detail}")
-            timeline.append(happening)
-        return timeline
-
-    def deletion(self, key: str) -> tuple[datetime, bool, str] | None:
-        """When the pod's deletion began, whether by eviction, and why (with the deleter)."""
-        found = self.deleting.get(key)
-        if found is None or found[1]:
-            return found
-        deleter = self.deleted_by(key)
-        return (found[0], False, f"by {deleter}, {found[2]}" if deleter else found[2])
-
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    def _record(self, event: str, obj: dict[str, Any], detail: str) -> None:
-        metadata = obj["metadata"]
-        self.timeline.append(
-            Happening(
-                at=self.clock.now(),
-                event=event,
-                kind=str(obj.get("kind") or ("Pod" if "namespace" in metadata else "Node")),
-                name=metadata["name"],
-                namespace=metadata.get("namespace", ""),
-                detail=detail,
-            )
-        )
-
-    def _pod_added(self, pod: dict[str, Any]) -> None:
-        if not self.armed:
-            return
-        owner = self.created[_key(pod)] = _owner(pod)
-        self._record("created", pod, f"by {owner.replace('/', ' ')}" if owner else "")
-        self._pod_updated({"metadata": {}}, pod)
-
-    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        if not self.armed:
-            return
-        key = _key(new)
-        for event, detail in _pod_changes(old, new):
-            self._record(event, new, detail)
-            if event in ("evicting", "terminating"):
-                self.deleting[key] = (self.clock.now(), event == "evicting", detail)
-            elif event == "unschedulable":
-                self.unschedulable[key] = detail
-
-    def _pod_deleted(self, pod: dict[str, Any]) -> None:
-        if not self.armed:
-            return
-        self.deleted[_key(pod)] = self.clock.now()
-        self._record("deleted", pod, "")
-
-    def _node_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        if not self.armed:
-            return
-        for event, detail in _node_changes(old, new):
-            self._record(event, new, detail)
-
-
-def _key(obj: dict[str, Any]) -> str:
-    metadata = obj["metadata"]
-    return f"{metadata.get('namespace', '')}/{metadata['name']}"
-
-
 # ---- the run ------------------------------------------------------------------------------------
 
 
@@ -493,7 +278,9 @@ async def _apply(client: Client, plan: TaintPlan) -> None:
     """The taint changes, as ``kubectl taint`` makes them: a node's whole new taint list."""
     for name in plan.nodes:
         node = await client.get(NODES, name)
-        _, taints = apply_taint_changes(name, _taints(node), plan.changes, overwrite=plan.overwrite)
+        _, taints = apply_taint_changes(
+            name, node_taints(node), plan.changes, overwrite=plan.overwrite
+        )
         node.setdefault("spec", {})["taints"] = [t.to_dict() for t in taints]
         await client.update(NODES, node)
 
@@ -501,7 +288,7 @@ async def _apply(client: Client, plan: TaintPlan) -> None:
 def _why_it_stays(
     pod: dict[str, Any], node: dict[str, Any] | None, end: datetime, started: datetime
 ) -> str:
-    taints = _taints(node) if node is not None else []
+    taints = node_taints(node) if node is not None else []
     if not any(t.effect == TaintEffect.NO_EXECUTE for t in taints):
         return "no NoExecute taint on its node: NoSchedule and PreferNoSchedule do not evict"
     delay = _eviction_delay(pod, taints)
@@ -531,7 +318,7 @@ async def run_what_if(
             Path(scratch), clock, nodes=ready, seed=list(objects), features=features
         ) as cluster:
             assert cluster.client is not None
-            recorder = _Recorder(cluster.client, clock)
+            recorder = Recorder(cluster.client, clock)
             await recorder.start()
             began = clock.now()
             before = [p for p in recorder.pods.cache.values() if _running_on(p, plan.nodes)]
@@ -547,7 +334,7 @@ async def run_what_if(
                 start=began, end=end, plan=plan, timeline=recorder.named_deleters()
             )
             for pod in before:
-                key = _key(pod)
+                key = object_key(pod)
                 node_name = pod["spec"]["nodeName"]
                 deleting = recorder.deletion(key)
                 if deleting is not None:
