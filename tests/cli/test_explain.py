@@ -85,7 +85,7 @@ def test_explain_table_and_the_upstream_message(cluster):
     assert lines[1] == (
         "Scheduler: 0/4 nodes are available: 1 node(s) had untolerated taint(s), "
         "1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. "
-        "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+        "no new claims to deallocate, preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
     )
     assert lines[3].split() == ["NODE", "VERDICT", "PLUGIN", "WHY", "SCORE"]
     assert "Tolerations that would let the pod onto rejected nodes:" in lines

@@ -150,7 +150,7 @@ def test_a_template_claim_is_allocated_reserved_and_released(tmp_path):
         assert not third["spec"].get("nodeName")
         scheduled = next(c for c in third["status"]["conditions"] if c["type"] == "PodScheduled")
         assert scheduled["message"] == (
-            "0/2 nodes are available: 2 cannot allocate all claims. "
+            "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, "
             "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
         )
 

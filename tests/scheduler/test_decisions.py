@@ -33,7 +33,7 @@ def test_dedicated_nodes_take_only_the_tolerating_namespace():
     )
     assert view.place(make_pod("regular")) == (
         "0/3 nodes are available: 3 node(s) had untolerated taint(s). "
-        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     tolerating = make_pod(
         "banana-pod",
@@ -68,7 +68,7 @@ def test_special_hardware_needs_the_toleration_and_the_resource():
     no_toleration = make_pod("train2", requests={"example.com/gpu": "1"})
     assert view.place(no_toleration) == (
         "0/2 nodes are available: 1 Insufficient example.com/gpu, 1 node(s) had untolerated taint(s). "
-        "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+        "no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
         "1 Preemption is not helpful for scheduling."
     )
     # A pod that tolerates the taint but needs no GPU is still kept by its own choice only.
@@ -181,7 +181,7 @@ def test_resources_and_histogram_order():
     # Entries sort as strings: "10 Insufficient cpu" before "1 Too many pods".
     assert message == (
         "0/12 nodes are available: 1 Too many pods, 1 node(s) had untolerated taint(s), 10 Insufficient cpu. "
-        "preemption: 0/12 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "no new claims to deallocate, preemption: 0/12 nodes are available: 1 Preemption is not helpful for scheduling, "
         "11 No preemption victims found for incoming pod."
     )
 
@@ -192,7 +192,8 @@ def test_preemption_policy_never_and_possible_victims():
     view = Offline(full, pods=[low])
     never = make_pod("never", requests={"cpu": "1"}, priority=100, preemptionPolicy="Never")
     assert view.place(never) == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
     )
     equal = make_pod("equal", requests={"cpu": "1"}, priority=0)
     assert view.place(equal).endswith(
@@ -261,7 +262,7 @@ def test_node_affinity_operators_and_fields():
         )
     ) == (
         "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
-        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+        "no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
     preferred = {
         "nodeAffinity": {

@@ -16,6 +16,10 @@ from tests.scheduler.builders import make_node, make_pod
 
 DRIVER = "gpu.example.com"
 NO_PREEMPTION = "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+#: DynamicResources' PostFilter for a pod without claims, or rejected before they were resolved
+NO_CLAIMS = "no new claims to deallocate"
+#: ... and for a pod with claims, none of which it can deallocate
+STILL = "still not schedulable"
 
 
 def gpu_slice(node: str, count: int = 2, taints: dict[int, list[dict[str, Any]]] | None = None):
@@ -89,32 +93,35 @@ class View:
 def test_a_template_claim_not_created_yet_rejects_the_pod_before_filtering():
     view = View([gpu_slice("n1")])
     assert view.place(claim_pod("p", template="gpu-template")) == (
-        '0/2 nodes are available: pod "default/p": ResourceClaim not created yet.'
+        '0/2 nodes are available: pod "default/p": ResourceClaim not created yet. '
+        f"{NO_CLAIMS}, {NO_PREEMPTION}"
     )
 
 
 def test_missing_deleted_and_foreign_claims():
     view = View([gpu_slice("n1")])
     assert view.place(claim_pod("p", "c")) == (
-        '0/2 nodes are available: resourceclaim.resource.k8s.io "c" not found.'
+        '0/2 nodes are available: resourceclaim.resource.k8s.io "c" not found. '
+        f"{NO_CLAIMS}, {NO_PREEMPTION}"
     )
     deleting = make_claim("c")
     deleting["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:00Z"
     assert View([gpu_slice("n1")], [deleting]).place(claim_pod("p", "c")) == (
-        '0/2 nodes are available: resourceclaim "c" is being deleted.'
+        f'0/2 nodes are available: resourceclaim "c" is being deleted. {NO_CLAIMS}, {NO_PREEMPTION}'
     )
     pod = claim_pod("p", template="t")
     pod["status"] = {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x"}]}
     assert View([gpu_slice("n1")], [make_claim("p-gpu-x")]).place(pod) == (
         "0/2 nodes are available: ResourceClaim default/p-gpu-x was not created for pod "
-        "default/p (pod is not owner)."
+        f"default/p (pod is not owner). {NO_CLAIMS}, {NO_PREEMPTION}"
     )
 
 
 def test_a_missing_device_class():
     view = View([gpu_slice("n1")], [make_claim("c")], classes=())
     assert view.place(claim_pod("p", "c")) == (
-        "0/2 nodes are available: request gpu: device class gpu does not exist."
+        "0/2 nodes are available: request gpu: device class gpu does not exist. "
+        f"{NO_CLAIMS}, {NO_PREEMPTION}"
     )
 
 
@@ -124,7 +131,7 @@ def test_the_pod_goes_where_devices_are_free_and_untolerated_taints_count_as_tak
     view = View(slices, [make_claim("c")])
     assert view.place(claim_pod("p", "c")) == "n2"
     assert View(slices, [make_claim("c", count=3)]).place(claim_pod("p", "c")) == (
-        f"0/2 nodes are available: 2 cannot allocate all claims. {NO_PREEMPTION}"
+        f"0/2 nodes are available: 2 cannot allocate all claims. {STILL}, {NO_PREEMPTION}"
     )
 
 
@@ -146,7 +153,7 @@ def test_a_device_taint_rule_with_an_empty_selector_blocks_every_device():
     }
     view = View([gpu_slice("n1"), gpu_slice("n2")], [make_claim("c")], rules=[rule])
     assert view.place(claim_pod("p", "c")) == (
-        f"0/2 nodes are available: 2 cannot allocate all claims. {NO_PREEMPTION}"
+        f"0/2 nodes are available: 2 cannot allocate all claims. {STILL}, {NO_PREEMPTION}"
     )
     unselected = {**rule, "spec": {"taint": rule["spec"]["taint"]}}
     view = View([gpu_slice("n1")], [make_claim("c")], rules=[unselected])
@@ -240,3 +247,68 @@ def test_prebind_adds_the_finalizer_then_writes_allocation_and_reservation():
 def test_pods_without_claims_skip_the_plugin():
     view = View()
     assert view.place(make_pod("plain")) in {"n1", "n2"}
+
+
+def allocated(name: str, node: str, reserved_for: tuple[str, ...] = ()) -> dict[str, Any]:
+    claim = make_claim(name)
+    claim["status"] = {
+        "allocation": {
+            "devices": {
+                "results": [{"request": "gpu", "driver": DRIVER, "pool": node, "device": "gpu-0"}]
+            },
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                ]
+            },
+        },
+        "reservedFor": [
+            {"resource": "pods", "name": uid, "uid": f"uid-{uid}"} for uid in reserved_for
+        ],
+    }
+    return claim
+
+
+def test_post_filter_deallocates_an_allocated_claim_reserved_for_nobody_else():
+    claim = allocated("c", "gone")
+    view = View([gpu_slice("n1")], [claim])
+    client = RecordingClient()
+    view.scheduler.dra.client = client  # type: ignore[assignment]
+    decision = view.scheduler.decide(PodInfo.of(claim_pod("p", "c")))
+    assert decision.message == (
+        "0/2 nodes are available: 2 resourceclaim not available on the node. "
+        f"deallocation of ResourceClaim completed, {NO_PREEMPTION}"
+    )
+    assert decision.state is not None
+    assert asyncio.run(view.scheduler.dra.write_deallocation(decision.state)) is None
+    ((subresource, written),) = client.calls
+    assert subresource == "status"
+    assert written["metadata"]["name"] == "c"
+    assert written["status"] == {}  # neither allocation nor reservedFor
+    assert claim["status"]["allocation"]  # the cached claim is left to the informer
+    assert asyncio.run(view.scheduler.dra.write_deallocation(decision.state)) is None
+    assert len(client.calls) == 1  # written once
+    # Reserved for this very pod only: deallocated as well.
+    mine = View([gpu_slice("n1")], [allocated("c", "gone", reserved_for=("p",))])
+    assert "deallocation of ResourceClaim completed, " in mine.place(claim_pod("p", "c"))
+
+
+def test_post_filter_leaves_a_claim_another_pod_uses():
+    view = View([gpu_slice("n1")], [allocated("c", "gone", reserved_for=("other",))])
+    decision = view.scheduler.decide(PodInfo.of(claim_pod("p", "c")))
+    assert decision.message == (
+        "0/2 nodes are available: 2 resourceclaim not available on the node. "
+        f"{STILL}, {NO_PREEMPTION}"
+    )
+    assert decision.state is not None
+    assert asyncio.run(view.scheduler.dra.write_deallocation(decision.state)) is None
+
+
+def test_pods_without_claims_get_the_plugins_post_filter_reason():
+    view = View()
+    view.scheduler._node_deleted(make_node("n2"))
+    view.scheduler._node_updated(make_node("n1"), make_node("n1", unschedulable=True))
+    assert view.place(make_pod("plain")) == (
+        "0/1 nodes are available: 1 node(s) were unschedulable. no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )

@@ -55,7 +55,7 @@ def test_pending_pod_is_bound_as_soon_as_its_taint_goes(api):
     assert condition(failed)["reason"] == "Unschedulable"
     assert condition(failed)["message"] == (
         "0/1 nodes are available: 1 node(s) had untolerated taint(s). "
-        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        "no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
     events = api.get(
         "/api/v1/namespaces/default/events",

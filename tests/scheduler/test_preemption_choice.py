@@ -48,7 +48,7 @@ def test_never_policy_preempts_nobody():
     assert decision.nominated == ""
     assert decision.message == (
         "0/1 nodes are available: 1 Insufficient cpu. "
-        "preemption: not eligible due to preemptionPolicy=Never."
+        "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
     )
 
 

@@ -100,8 +100,8 @@ def test_equal_priority_never_preempts(api):
     )
     message = next(c for c in failed["status"]["conditions"] if c["type"] == "PodScheduled")
     assert message["message"] == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
-        "1 No preemption victims found for incoming pod."
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
     assert (
         not api.get("/api/v1/namespaces/default/pods/first")

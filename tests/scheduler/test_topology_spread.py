@@ -42,7 +42,8 @@ def test_skew_limit_blocks_with_upstream_message():
     pod = web("new", topologySpreadConstraints=[spread()])
     assert view.place(pod) == (
         "0/2 nodes are available: 1 node(s) didn't match pod topology spread constraints, "
-        "1 node(s) had untolerated taint(s). preemption: 0/2 nodes are available: "
+        "1 node(s) had untolerated taint(s). no new claims to deallocate, "
+        "preemption: 0/2 nodes are available: "
         "1 No preemption victims found for incoming pod, "
         "1 Preemption is not helpful for scheduling."
     )
@@ -76,7 +77,8 @@ def test_node_without_the_topology_key_is_unresolvable():
     view = Offline(bare)
     assert view.place(pod) == (
         "0/1 nodes are available: 1 node(s) didn't match pod topology spread constraints "
-        "(missing required label). preemption: 0/1 nodes are available: "
+        "(missing required label). no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: "
         "1 Preemption is not helpful for scheduling."
     )
 

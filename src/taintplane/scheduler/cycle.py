@@ -4,8 +4,10 @@ name order, and the same as a column table) and the choice of a node for one pod
 Filters run over the whole table at once when every plugin can (``run_filter_all``), and node
 by node otherwise, or when a failure needs its per-node reasons; either way only
 ``numFeasibleNodesToFind`` feasible nodes are scored, starting where the last cycle stopped,
-as upstream. A pod that fits nowhere gets the diagnosis and, if preemption would help, the
-node and victims it would take.
+as upstream. A pod that fits nowhere (a PreFilter rejected it, or every node's filters did)
+gets the diagnosis, and the PostFilter plugins run on it in order (DynamicResources, then
+DefaultPreemption): their reasons close the message and, if preemption would help, the result
+names the node and the victims it would take.
 """
 
 from __future__ import annotations
@@ -18,10 +20,15 @@ from typing import Any
 import numpy as np
 
 from taintplane.scheduler.diagnosis import NO_NODES_AVAILABLE, Diagnosis, fit_error_message
-from taintplane.scheduler.framework import CycleState, Framework, Status
+from taintplane.scheduler.framework import (
+    CycleState,
+    Framework,
+    NodeToStatus,
+    PostFilterHandle,
+    Status,
+)
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins.pod_topology_spread import ALL_NODES_KEY
-from taintplane.scheduler.preemption import evaluate_preemption
 from taintplane.scheduler.table import NodeTable
 
 __all__ = ["Decision", "Placement", "nodes_to_find"]
@@ -106,10 +113,14 @@ class Placement:
         state.data[ALL_NODES_KEY] = nodes
         rejected = self.framework.run_pre_filter(state, pod, nodes)
         if rejected is not None:
+            # Every node reads the PreFilter's rejection (SetAbsentNodesStatus), for PostFilter.
             diagnosis = Diagnosis(
-                len(nodes), pre_filter_message=rejected.message, pre_filter_plugin=rejected.plugin
+                len(nodes),
+                absent_status=rejected,
+                pre_filter_message=rejected.message,
+                pre_filter_plugin=rejected.plugin,
             )
-            return Decision(diagnosis=diagnosis, message=fit_error_message(diagnosis))
+            return self._post_filter(state, pod, nodes, diagnosis)
         decision = self._decide_filtered(state, pod, nodes, explain)
         decision.state = state
         return decision
@@ -209,23 +220,7 @@ class Placement:
         if not explain:
             self._next_start = (start + processed) % len(nodes)
         if not feasible:
-            diagnosis = Diagnosis(len(nodes), statuses)
-            preemption = evaluate_preemption(
-                self.framework,
-                state,
-                pod,
-                nodes,
-                statuses,
-                budgets=self._budgets(),
-                run_filter=self._filter,
-            )
-            diagnosis.post_filter_message = preemption.message
-            return Decision(
-                diagnosis=diagnosis,
-                message=fit_error_message(diagnosis),
-                nominated=preemption.node,
-                victims=preemption.victims,
-            )
+            return self._post_filter(state, pod, nodes, Diagnosis(len(nodes), statuses))
         if len(feasible) == 1 and not explain:
             return Decision(node=feasible[0].name)
         self.framework.run_pre_score(state, pod, feasible)
@@ -235,6 +230,26 @@ class Placement:
         }
         return Decision(
             node=self._select(totals), scores=scores, diagnosis=Diagnosis(len(nodes), statuses)
+        )
+
+    def _post_filter(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], diagnosis: Diagnosis
+    ) -> Decision:
+        """``RunPostFilterPlugins`` on the failure; its status's message (every plugin's
+        reasons, joined) becomes the diagnosis's PostFilter message."""
+        result, status = self.framework.run_post_filter(
+            state,
+            pod,
+            NodeToStatus(diagnosis.node_statuses, diagnosis.absent_status),
+            PostFilterHandle(nodes, self._filter, self._budgets),
+        )
+        diagnosis.post_filter_message = status.message
+        return Decision(
+            diagnosis=diagnosis,
+            message=fit_error_message(diagnosis),
+            nominated=result.nominated if result else "",
+            victims=result.victims if result else (),
+            state=state,
         )
 
     def _select(self, totals: dict[str, int]) -> str:

@@ -6,7 +6,10 @@
    absent-node status's reasons.
 3. Each entry reads ``"<count> <reason>"``; the entries are sorted as strings (so "10 x" sorts
    before "2 y"), joined with ", " and closed with a period.
-4. The PostFilter (preemption) message follows after a space, as it is.
+4. The PostFilter message follows after a space, as it is: the reasons of every PostFilter
+   plugin that answered Unschedulable, in profile order, joined with ", " (with the default
+   plugins, ``no new claims to deallocate, preemption: 0/N nodes are available: …``); nothing
+   when preemption succeeded.
 """
 
 from __future__ import annotations

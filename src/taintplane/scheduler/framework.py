@@ -11,13 +11,15 @@ does with a pod that failed:
 * ``ERROR`` — an internal failure; the pod is retried with backoff.
 * ``SKIP`` — a PreFilter/PreScore says the plugin has nothing to do for this pod.
 
-Filters return ``None`` for success, as a nil Status is success upstream.
+Filters return ``None`` for success, as a nil Status is success upstream. PostFilter plugins
+(DynamicResources, then DefaultPreemption) run when a PreFilter or every node's Filter
+rejected the pod; they return a :class:`Status` always, as upstream's.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -32,8 +34,13 @@ __all__ = [
     "Code",
     "CycleState",
     "FilterPlugin",
+    "FilterRun",
     "Framework",
+    "NodeToStatus",
     "Plugin",
+    "PostFilterHandle",
+    "PostFilterPlugin",
+    "PostFilterResult",
     "PreBindPlugin",
     "PreFilterPlugin",
     "PreScorePlugin",
@@ -93,6 +100,41 @@ class Plugin(Protocol):
     name: str
 
 
+#: Runs the filters for a pod on a node (the scheduler's, which counts nominated pods).
+FilterRun = Callable[[CycleState, PodInfo, NodeInfo], "Status | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeToStatus:
+    """``NodeToStatusReader``: each rejected node's status; nodes without one read ``absent``
+    (after a PreFilter rejection, that rejection for every node)."""
+
+    statuses: Mapping[str, Status]
+    absent: Status
+
+    def get(self, node_name: str) -> Status:
+        return self.statuses.get(node_name, self.absent)
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterHandle:
+    """What PostFilter plugins read besides the cycle state (upstream's framework handle): the
+    nodes of the cycle, the scheduler's filter run, the PodDisruptionBudgets."""
+
+    nodes: Sequence[NodeInfo]
+    run_filter: FilterRun
+    budgets: Callable[[], list[dict[str, Any]]] = list
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterResult:
+    """``PostFilterResult``: the node nominated for the pod (with the pods to evict there, which
+    upstream's DefaultPreemption evicts itself and the scheduler evicts here)."""
+
+    nominated: str = ""
+    victims: Sequence[PodInfo] = ()
+
+
 @runtime_checkable
 class PreFilterPlugin(Protocol):
     name: str
@@ -107,6 +149,15 @@ class FilterPlugin(Protocol):
     name: str
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    name: str
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus, handle: PostFilterHandle
+    ) -> tuple[PostFilterResult | None, Status]: ...
 
 
 @runtime_checkable
@@ -196,6 +247,7 @@ class Framework:
         self.weights = weights
         self.pre_filters = [p for p in self.plugins if isinstance(p, PreFilterPlugin)]
         self.filters = [p for p in self.plugins if isinstance(p, FilterPlugin)]
+        self.post_filters = [p for p in self.plugins if isinstance(p, PostFilterPlugin)]
         self.pre_scores = [p for p in self.plugins if isinstance(p, PreScorePlugin)]
         self.scorers = [p for p in self.plugins if isinstance(p, ScorePlugin)]
         self.reservers = [p for p in self.plugins if isinstance(p, ReservePlugin)]
@@ -243,6 +295,30 @@ class Framework:
                 return None
             mask &= result
         return mask
+
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus, handle: PostFilterHandle
+    ) -> tuple[PostFilterResult | None, Status]:
+        """``RunPostFilterPlugins``: each plugin in order until one succeeds (its result wins),
+        answers UnschedulableAndUnresolvable or fails; otherwise one Unschedulable status with
+        every plugin's reasons in order (its message joins them with ", "), naming the first
+        plugin, and the last result any of them gave."""
+        result: PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
+        for plugin in self.post_filters:
+            found, status = plugin.post_filter(state, pod, statuses, handle)
+            if status.code is Code.SUCCESS:
+                return found, status
+            if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return found, status.with_plugin(plugin.name)
+            if not status.is_rejected():
+                return None, Status(Code.ERROR, (status.message,), plugin.name)
+            if found is not None:
+                result = found
+            reasons.extend(status.reasons)
+            rejector = rejector or plugin.name
+        return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> None:
         for pre in self.pre_scores:

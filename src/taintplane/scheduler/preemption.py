@@ -1,7 +1,8 @@
 """DefaultPreemption's PostFilter: could evicting lower-priority pods make room?
 
 For each node the filters rejected, preemption is not helpful when the rejection was
-UnschedulableAndUnresolvable (a taint, an affinity…). Elsewhere it removes, in thought, the
+UnschedulableAndUnresolvable (a taint, an affinity…, or a PreFilter's rejection, which every
+node reads). Elsewhere it removes, in thought, the
 pods of lower priority, runs the filters again and gives back every pod it can. When no node
 would then fit, the message is another ``0/N nodes are available`` over those per-node
 results, prefixed ``preemption:``. When one does, the scheduler evicts that node's victims
@@ -12,15 +13,30 @@ node whose victims violate the fewest budgets is preferred.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from taintplane.api.selectors import SelectorError, label_selector_from_dict
 from taintplane.scheduler.diagnosis import Diagnosis, fit_error_message
-from taintplane.scheduler.framework import Code, CycleState, Framework, Status
+from taintplane.scheduler.framework import (
+    Code,
+    CycleState,
+    FilterRun,
+    NodeToStatus,
+    PostFilterHandle,
+    PostFilterResult,
+    Status,
+)
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
+from taintplane.scheduler.plugins import names
 
-__all__ = ["NOT_HELPFUL", "NO_VICTIMS", "PreemptionResult", "evaluate_preemption"]
+__all__ = [
+    "NOT_HELPFUL",
+    "NO_VICTIMS",
+    "DefaultPreemption",
+    "PreemptionResult",
+    "evaluate_preemption",
+]
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -35,8 +51,26 @@ class PreemptionResult:
         self.victims = list(victims)
 
 
-#: Runs the filters for a pod on a node (the scheduler's, which counts nominated pods).
-FilterRun = Callable[[CycleState, PodInfo, NodeInfo], "Status | None"]
+class DefaultPreemption:
+    """The PostFilter plugin: Success with the nominated node and its victims, or
+    Unschedulable with why preemption cannot help."""
+
+    name = names.DEFAULT_PREEMPTION
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus, handle: PostFilterHandle
+    ) -> tuple[PostFilterResult | None, Status]:
+        outcome = evaluate_preemption(
+            state,
+            pod,
+            handle.nodes,
+            statuses,
+            budgets=handle.budgets(),
+            run_filter=handle.run_filter,
+        )
+        if outcome.node:
+            return PostFilterResult(outcome.node, outcome.victims), Status(Code.SUCCESS)
+        return None, Status.unschedulable(outcome.message)
 
 
 def _fits(
@@ -124,15 +158,14 @@ def _select_victims(
 
 
 def evaluate_preemption(
-    framework: Framework,
     state: CycleState,
     pod: PodInfo,
     nodes: Sequence[NodeInfo],
-    statuses: Mapping[str, Status],
+    statuses: NodeToStatus,
+    *,
     budgets: Sequence[dict[str, Any]] = (),
-    run_filter: FilterRun | None = None,
+    run_filter: FilterRun,
 ) -> PreemptionResult:
-    run_filter = run_filter or framework.run_filter
     spec = pod.pod.get("spec") or {}
     if spec.get("preemptionPolicy") == "Never":
         return PreemptionResult("preemption: " + NOT_ELIGIBLE_NEVER)
@@ -146,8 +179,7 @@ def evaluate_preemption(
     results: dict[str, Status] = {}
     candidates: list[tuple[tuple[int, int, int, int, str], list[PodInfo]]] = []
     for node in nodes:
-        status = statuses.get(node.name)
-        if status is None or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+        if statuses.get(node.name).code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             continue  # counted as absent: "not helpful"
         victims, violations, outcome = _select_victims(run_filter, state, pod, node, budgets)
         if outcome is not None:

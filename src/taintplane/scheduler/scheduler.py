@@ -34,6 +34,7 @@ from taintplane.scheduler.plugins.node_resources import (
 from taintplane.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from taintplane.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from taintplane.scheduler.plugins.taint_toleration import TaintToleration
+from taintplane.scheduler.preemption import DefaultPreemption
 from taintplane.scheduler.queue import ClusterEvent, SchedulingQueue
 
 __all__ = ["DEFAULT_SCHEDULER", "Scheduler", "default_framework", "nodes_to_find"]
@@ -54,7 +55,11 @@ DEVICE_TAINT_RULES = resource("resource.k8s.io", "v1alpha3", "devicetaintrules")
 def default_framework(
     features: FeatureGates | None = None, dra: DynamicResources | None = None
 ) -> Framework:
-    """The default profile's plugins that exist here, in upstream's order and weights."""
+    """The default profile's plugins that exist here, in upstream's order and weights.
+
+    DynamicResources always runs: DynamicResourceAllocation is GA (on by default) in 1.35, and
+    no gate for it exists here. Its PostFilter runs before DefaultPreemption's, as upstream's.
+    """
     gates = features or FeatureGates()
     plugins = [
         NodeUnschedulable(),
@@ -64,6 +69,7 @@ def default_framework(
         NodeResourcesFit(),
         PodTopologySpread(),
         dra or DynamicResources(),
+        DefaultPreemption(),
         NodeResourcesBalancedAllocation(),
     ]
     weights = {
@@ -273,6 +279,10 @@ class Scheduler:
         if not decision.node:
             rejected = decision.diagnosis.unschedulable_plugins if decision.diagnosis else set()
             self.queue.unschedulable(pod, rejected)
+            if decision.state is not None:
+                failed = await self.dra.write_deallocation(decision.state)
+                if failed is not None:
+                    log.info("deallocating a claim of %s failed: %s", pod.key, failed.message)
             if decision.nominated:
                 await self._preempt(pod, decision.nominated, decision.victims)
             await self._record_failure(pod, decision.message)

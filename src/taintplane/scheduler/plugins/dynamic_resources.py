@@ -5,7 +5,13 @@
   pod outright while a claim is missing, being deleted, not the pod's own, or its device class
   does not exist; claims still to be allocated get an allocator over the slices (with
   DeviceTaintRules applied), the classes and the devices other claims hold.
-* **Filter** checks allocated claims' node selectors and runs the allocator for the node.
+* **Filter** checks allocated claims' node selectors and runs the allocator for the node; an
+  allocated claim whose node selector rules a node out is remembered as unavailable.
+* **PostFilter** (before DefaultPreemption's) answers Unschedulable: "no new claims to
+  deallocate" for a pod without claims (PreFilter left an empty state, as upstream's), else it
+  picks an unavailable claim reserved for nobody or only this pod and deallocates it
+  ("deallocation of ResourceClaim completed"; the scheduler writes the status after the
+  cycle, :meth:`DynamicResources.write_deallocation`), else "still not schedulable".
 * **Reserve** remembers the chosen node's allocation as in flight (later cycles count those
   devices as taken); **Unreserve** forgets it.
 * **PreBind** writes it: the finalizer, then ``status.allocation`` and the pod in
@@ -39,15 +45,25 @@ from taintplane.dra.claims import (
     kobj,
 )
 from taintplane.dra.devices import rule_taints
-from taintplane.scheduler.framework import Code, CycleState, Status
+from taintplane.scheduler.framework import (
+    Code,
+    CycleState,
+    NodeToStatus,
+    PostFilterHandle,
+    PostFilterResult,
+    Status,
+)
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
 
 __all__ = [
     "CANNOT_ALLOCATE",
     "CLAIM_IN_USE",
+    "DEALLOCATED",
+    "NOTHING_TO_DEALLOCATE",
     "NOT_AVAILABLE_ON_NODE",
     "RESOURCE_CLAIMS",
+    "STILL_NOT_SCHEDULABLE",
     "DraCaches",
     "DynamicResources",
 ]
@@ -58,6 +74,9 @@ RESOURCE_CLAIMS = resource("resource.k8s.io", "v1", "resourceclaims")
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE_ON_NODE = "resourceclaim not available on the node"
 CLAIM_IN_USE = "resourceclaim in use"
+NOTHING_TO_DEALLOCATE = "no new claims to deallocate"
+DEALLOCATED = "deallocation of ResourceClaim completed"
+STILL_NOT_SCHEDULABLE = "still not schedulable"
 _STATE_KEY = names.DYNAMIC_RESOURCES
 _CONFLICT_RETRIES = 5
 
@@ -74,13 +93,18 @@ class DraCaches:
 
 @dataclass
 class _State:
-    claims: list[dict[str, Any]]
+    #: the pod's claims; empty for a pod without any (PreFilter writes the state regardless)
+    claims: list[dict[str, Any]] = field(default_factory=list)
     node_selectors: dict[int, dict[str, Any]] = field(default_factory=dict)
     allocator: Allocator | None = None
     #: node -> one allocation per claim the allocator handles
     node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: claim index -> the allocation Reserve chose
     allocations: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: indices of allocated claims whose node selector ruled out some node (for PostFilter)
+    unavailable: set[int] = field(default_factory=set)
+    #: the claim PostFilter deallocated, still to be written
+    deallocation: dict[str, Any] | None = None
 
 
 class DynamicResources:
@@ -127,6 +151,10 @@ class DynamicResources:
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> Status | None:
+        # As upstream: an empty state first, so that PostFilter knows the pod has no claims
+        # (or was rejected before they were resolved).
+        s = _State()
+        state.data[_STATE_KEY] = s
         if not (pod.pod.get("spec") or {}).get("resourceClaims"):
             return Status(Code.SKIP)
         try:
@@ -135,8 +163,6 @@ class DynamicResources:
             return Status.unresolvable(str(error))
         if not claims:
             return Status(Code.SKIP)
-        s = _State(claims)
-        state.data[_STATE_KEY] = s
         to_allocate = []
         for index, claim in enumerate(claims):
             allocation = allocation_of(claim)
@@ -166,6 +192,7 @@ class DynamicResources:
                 rule_taints(self.caches.rules.values()),
                 self.cel,
             )
+        s.claims = claims
         return None
 
     def _all_claims(self) -> list[dict[str, Any]]:
@@ -192,14 +219,15 @@ class DynamicResources:
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         s: _State | None = state.data.get(_STATE_KEY)
-        if s is None:
+        if s is None or not s.claims:
             return None
-        unavailable = any(
-            not any(
+        unavailable = [
+            index
+            for index, sel in s.node_selectors.items()
+            if not any(
                 term_matches(t, node.labels, node.name) for t in sel.get("nodeSelectorTerms") or []
             )
-            for sel in s.node_selectors.values()
-        )
+        ]
         if s.allocator is not None:
             try:
                 result = s.allocator.allocate(node.name, node.labels)
@@ -209,14 +237,56 @@ class DynamicResources:
                 return Status.unresolvable(CANNOT_ALLOCATE)
             s.node_allocations[node.name] = result
         if unavailable:
+            s.unavailable.update(unavailable)
             return Status.unresolvable(NOT_AVAILABLE_ON_NODE)
+        return None
+
+    # ---- PostFilter ------------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus, handle: PostFilterHandle
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Could deallocating one of the pod's claims help? Always Unschedulable, so that
+        DefaultPreemption runs next (upstream's ``PostFilter``)."""
+        s: _State | None = state.data.get(_STATE_KEY)
+        if s is None:
+            return None, Status(Code.ERROR, ("not found",))  # CycleState.Read's ErrNotFound
+        if not s.claims:
+            return None, Status.unschedulable(NOTHING_TO_DEALLOCATE)
+        uid = (pod.pod.get("metadata") or {}).get("uid")
+        # Upstream takes one at random (a Go map's order); here the lowest index.
+        for index in sorted(s.unavailable):
+            claim = s.claims[index]
+            reserved = (claim.get("status") or {}).get("reservedFor") or []
+            if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == uid):
+                deallocated: dict[str, Any] = copy.deepcopy(dict(claim))
+                status = deallocated.setdefault("status", {})
+                for key in ("reservedFor", "allocation", "devices"):
+                    status.pop(key, None)
+                s.deallocation = deallocated
+                return None, Status.unschedulable(DEALLOCATED)
+        return None, Status.unschedulable(STILL_NOT_SCHEDULABLE)
+
+    async def write_deallocation(self, state: CycleState) -> Status | None:
+        """Write the deallocation PostFilter decided (``resourceclaims/status``), if any.
+        Upstream writes it within PostFilter; the cycle here is synchronous, so the scheduler
+        calls this after it."""
+        s: _State | None = state.data.get(_STATE_KEY)
+        if s is None or s.deallocation is None:
+            return None
+        claim, s.deallocation = s.deallocation, None
+        assert self.client is not None, "DynamicResources needs a client to deallocate claims"
+        try:
+            await self.client.update(RESOURCE_CLAIMS, claim, subresource="status")
+        except ApiError as error:
+            return Status(Code.ERROR, (str(error),))
         return None
 
     # ---- Reserve / Unreserve ---------------------------------------------------------------
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         s: _State | None = state.data.get(_STATE_KEY)
-        if s is None or s.allocator is None:
+        if s is None or not s.claims or s.allocator is None:
             return None
         allocations = s.node_allocations.get(node_name)
         if allocations is None:
@@ -240,7 +310,7 @@ class DynamicResources:
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         s: _State | None = state.data.get(_STATE_KEY)
-        if s is None:
+        if s is None or not s.claims:
             return None
         for index, claim in enumerate(s.claims):
             if is_reserved_for_pod(pod.pod, claim):
