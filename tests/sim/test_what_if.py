@@ -176,7 +176,7 @@ def test_a_taint_on_every_node_leaves_the_replacements_pending_with_the_schedule
     assert {r.node for r in report.replacements} == {""}
     assert {r.detail for r in report.replacements} == {
         "0/3 nodes are available: 3 node(s) had untolerated taint(s). "
-        "preemption: 0/3 nodes are available: "
+        "no new claims to deallocate, preemption: 0/3 nodes are available: "
         "3 Preemption is not helpful for scheduling."
     }
 
