@@ -1,9 +1,9 @@
 """NodeRestriction: what a kubelet (user ``system:node:NAME`` in ``system:nodes``) may write,
 with upstream's messages (plugin/pkg/admission/noderestriction).
 
-Its own Node only (and not its taints, nor labels outside the kubelet's set), its own Lease
-in ``kube-node-lease``, the status of pods bound to it, deletion of pods bound to it, and
-creation of mirror pods only. Other kinds are left to RBAC.
+Its own Node only (and not its taints, its ownerReferences, nor labels outside the kubelet's
+set), its own Lease in ``kube-node-lease``, the status of pods bound to it, deletion of pods
+bound to it, and creation of mirror pods only. Other kinds are left to RBAC.
 """
 
 from __future__ import annotations
@@ -167,6 +167,12 @@ class NodeRestriction:
                 )
             if (new_spec.get("taints") or []) != (old_spec.get("taints") or []):
                 raise Forbidden(f'node "{node}" is not allowed to modify taints')
+            # CVE-2025-5187: an owner reference to a missing object would have the garbage
+            # collector delete the Node, which the node could then register anew with taints
+            # and labels of its choosing. (Creating the Node with owner references is allowed.)
+            old_owners = ((a.old or {}).get("metadata") or {}).get("ownerReferences") or []
+            if (new_meta.get("ownerReferences") or []) != old_owners:
+                raise Forbidden(f'node "{node}" is not allowed to modify ownerReferences')
             old_labels = ((a.old or {}).get("metadata") or {}).get("labels") or {}
             bad = _forbidden_labels(new_meta.get("labels") or {}, old_labels)
             if bad:
