@@ -1,5 +1,6 @@
 """NodeRestriction through the API server with ``--auth`` tokens: a node's own Node object
-(ownerReferences, CVE-2025-5187), with upstream's status codes and messages."""
+(ownerReferences, CVE-2025-5187) and the mirror pods it creates (owner reference, uid, other
+API objects), with upstream's status codes and messages."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from taintplane.admission.chain import UserInfo
 from taintplane.apiserver.app import APIServer
@@ -111,5 +113,197 @@ def test_a_node_may_register_with_owner_references_as_upstream(tmp_path: Path) -
     async def scenario(call: Call) -> None:
         body = {"metadata": {"name": "node-1", "ownerReferences": [OTHER_OWNER]}}
         assert (await call("POST", "/api/v1/nodes", body)).status_code == 201
+
+    run(tmp_path, scenario)
+
+
+PREFIX = 'pods "static-node-1" is forbidden: node "node-1" '
+
+
+@pytest.mark.parametrize(
+    ("owners", "spec", "message"),
+    [
+        ([], {}, "can only create pods with an owner reference set to itself"),
+        (
+            [owner("UID"), owner("UID", name="node-2")],
+            {},
+            "can only create pods with a single owner reference set to itself",
+        ),
+        (
+            [owner("UID", name="node-2")],
+            {},
+            "can only create pods with an owner reference set to itself",
+        ),
+        (
+            [owner("UID", kind="Pod")],
+            {},
+            "can only create pods with an owner reference set to itself",
+        ),
+        (
+            [owner("UID", apiVersion="v2")],
+            {},
+            "can only create pods with an owner reference set to itself",
+        ),
+        (
+            [owner("UID", controller=False)],
+            {},
+            "can only create pods with a controller owner reference set to itself",
+        ),
+        (
+            [{k: v for k, v in owner("UID").items() if k != "controller"}],
+            {},
+            "can only create pods with a controller owner reference set to itself",
+        ),
+        (
+            [owner("UID", blockOwnerDeletion=True)],
+            {},
+            "must not set blockOwnerDeletion on an owner reference",
+        ),
+        (
+            [owner("UID")],
+            {"serviceAccountName": "sa"},
+            "can not create pods that reference a service account",
+        ),
+        (
+            [owner("UID")],
+            {"imagePullSecrets": [{"name": "pull"}]},
+            "can not create pods that reference secrets",
+        ),
+        (
+            [owner("UID")],
+            {
+                "ephemeralContainers": [
+                    {"name": "e", "image": "i", "envFrom": [{"secretRef": {"name": "s"}}]}
+                ]
+            },
+            "can not create pods that reference secrets",
+        ),
+        (
+            [owner("UID")],
+            {
+                "initContainers": [
+                    {
+                        "name": "i",
+                        "image": "i",
+                        "env": [
+                            {"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}
+                        ],
+                    }
+                ]
+            },
+            "can not create pods that reference secrets",
+        ),
+        (
+            [owner("UID")],
+            {"volumes": [{"name": "v", "secret": {"secretName": "s"}}]},
+            "can not create pods that reference secrets",
+        ),
+        (
+            [owner("UID")],
+            {
+                "volumes": [
+                    {"name": "v", "csi": {"driver": "d", "nodePublishSecretRef": {"name": "s"}}}
+                ]
+            },
+            "can not create pods that reference secrets",
+        ),
+        (
+            [owner("UID")],
+            {"volumes": [{"name": "v", "projected": {"sources": [{"secret": {"name": "s"}}]}}]},
+            "can not create pods that reference secrets",
+        ),
+        (
+            [owner("UID")],
+            {
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "i",
+                        "env": [
+                            {
+                                "name": "A",
+                                "valueFrom": {"configMapKeyRef": {"name": "m", "key": "k"}},
+                            }
+                        ],
+                    }
+                ]
+            },
+            "can not create pods that reference configmaps",
+        ),
+        (
+            [owner("UID")],
+            {"volumes": [{"name": "v", "configMap": {"name": "m"}}]},
+            "can not create pods that reference configmaps",
+        ),
+        (
+            [owner("UID")],
+            {"volumes": [{"name": "v", "projected": {"sources": [{"configMap": {"name": "m"}}]}}]},
+            "can not create pods that reference configmaps",
+        ),
+        (
+            [owner("UID")],
+            {
+                "volumes": [
+                    {
+                        "name": "v",
+                        "projected": {
+                            "sources": [{"clusterTrustBundle": {"name": "b", "path": "p"}}]
+                        },
+                    }
+                ]
+            },
+            "can not create pods that reference clustertrustbundles",
+        ),
+        (
+            [owner("UID")],
+            {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]},
+            "can not create pods that reference persistentvolumeclaims",
+        ),
+    ],
+)
+def test_mirror_pods_are_owned_by_their_node_and_refer_to_nothing_else(
+    tmp_path: Path, owners: list[dict[str, Any]], spec: dict[str, Any], message: str
+) -> None:
+    async def scenario(call: Call) -> None:
+        node = (await call("POST", "/api/v1/nodes", {"metadata": {"name": "node-1"}})).json()
+        uid = node["metadata"]["uid"]
+        for reference in owners:
+            reference["uid"] = uid
+        response = await call("POST", "/api/v1/namespaces/default/pods", mirror_pod(owners, **spec))
+        assert refusal(response) == (403, PREFIX + message)
+
+    run(tmp_path, scenario)
+
+
+def test_a_mirror_pod_owned_by_its_node_is_created(tmp_path: Path) -> None:
+    async def scenario(call: Call) -> None:
+        node = (await call("POST", "/api/v1/nodes", {"metadata": {"name": "node-1"}})).json()
+        pod = mirror_pod([owner(node["metadata"]["uid"], blockOwnerDeletion=False)])
+        pod["spec"]["volumes"] = [
+            {"name": "v", "emptyDir": {}},
+            {"name": "h", "hostPath": {"path": "/"}},
+        ]
+        response = await call("POST", "/api/v1/namespaces/default/pods", pod)
+        assert response.status_code == 201, response.text
+
+    run(tmp_path, scenario)
+
+
+def test_a_stale_node_uid_and_a_missing_node_are_refused_as_upstream(tmp_path: Path) -> None:
+    async def scenario(call: Call) -> None:
+        missing = await call(
+            "POST", "/api/v1/namespaces/default/pods", mirror_pod([owner("old-uid")])
+        )
+        assert refusal(missing) == (404, 'nodes "node-1" not found')
+        assert missing.json()["reason"] == "NotFound"
+        node = (await call("POST", "/api/v1/nodes", {"metadata": {"name": "node-1"}})).json()
+        uid = node["metadata"]["uid"]
+        stale = await call(
+            "POST", "/api/v1/namespaces/default/pods", mirror_pod([owner("old-uid")])
+        )
+        assert refusal(stale) == (
+            403,
+            f'pods "static-node-1" is forbidden: node node-1 UID mismatch: expected old-uid got {uid}',
+        )
 
     run(tmp_path, scenario)

@@ -10,6 +10,7 @@ import pytest
 from taintplane.admission.chain import Attributes, Forbidden, UserInfo
 from taintplane.admission.node_restriction import NodeRestriction
 from taintplane.api.scheme import SCHEME, ResourceType
+from tests.admission.support import FakeLookup
 
 NODE = UserInfo("system:node:n1", ("system:nodes", "system:authenticated"))
 
@@ -38,7 +39,7 @@ def pod(on: str = "n1", **labels: str) -> dict[str, Any]:
 
 def admit(attributes: Attributes) -> str:
     try:
-        asyncio.run(NodeRestriction().admit(attributes))
+        asyncio.run(NodeRestriction(FakeLookup()).admit(attributes))
     except Forbidden as refusal:
         return refusal.reason
     return ""

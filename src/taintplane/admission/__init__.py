@@ -6,6 +6,14 @@ server. A plugin refuses a request by raising ``Forbidden`` with upstream's reas
 server renders it as ``<resource> "<name>" is forbidden: <reason>``.
 """
 
-from taintplane.admission.chain import Attributes, Chain, Forbidden, Lookup, Plugin, Rejected
+from taintplane.admission.chain import (
+    Attributes,
+    Chain,
+    Forbidden,
+    Lookup,
+    NotFound,
+    Plugin,
+    Rejected,
+)
 
-__all__ = ["Attributes", "Chain", "Forbidden", "Lookup", "Plugin", "Rejected"]
+__all__ = ["Attributes", "Chain", "Forbidden", "Lookup", "NotFound", "Plugin", "Rejected"]

@@ -8,7 +8,16 @@ from typing import Any, Protocol
 
 from taintplane.api.scheme import ResourceType
 
-__all__ = ["Attributes", "Chain", "Forbidden", "Lookup", "Plugin", "Rejected", "UserInfo"]
+__all__ = [
+    "Attributes",
+    "Chain",
+    "Forbidden",
+    "Lookup",
+    "NotFound",
+    "Plugin",
+    "Rejected",
+    "UserInfo",
+]
 
 
 class Forbidden(Exception):
@@ -17,6 +26,16 @@ class Forbidden(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class NotFound(Exception):
+    """An object a plugin needs is missing, returned upstream as the lister's NotFound error
+    (404 ``<plural> "<name>" not found``)."""
+
+    def __init__(self, plural: str, name: str) -> None:
+        super().__init__(f'{plural} "{name}" not found')
+        self.plural = plural
+        self.name = name
 
 
 class Rejected(Exception):

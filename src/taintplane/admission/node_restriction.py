@@ -3,14 +3,19 @@ with upstream's messages (plugin/pkg/admission/noderestriction).
 
 Its own Node only (and not its taints, its ownerReferences, nor labels outside the kubelet's
 set), its own Lease in ``kube-node-lease``, the status of pods bound to it, deletion of pods
-bound to it, and creation of mirror pods only. Other kinds are left to RBAC.
+bound to it, and creation of mirror pods only: bound to itself, owned (as controller) by its
+Node of the current uid, and referring to no other API object. Other kinds are left to RBAC.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from taintplane.admission.chain import Attributes, Forbidden
+from taintplane.admission.chain import Attributes, Forbidden, Lookup, NotFound
+from taintplane.admission.pod_references import (
+    references_configmaps,
+    references_secrets,
+)
 
 __all__ = ["NodeRestriction", "node_identity"]
 
@@ -80,6 +85,9 @@ def _forbidden_labels(new: dict[str, str], old: dict[str, str]) -> list[str]:
 class NodeRestriction:
     name = "NodeRestriction"
 
+    def __init__(self, lookup: Lookup) -> None:
+        self.lookup = lookup
+
     async def admit(self, attributes: Attributes) -> None:
         node, is_node = node_identity(attributes)
         if not is_node:
@@ -90,6 +98,9 @@ class NodeRestriction:
             raise Forbidden(f'could not determine node from user "{user.name}"')
         resource = attributes.resource
         if resource.group == "" and resource.plural == "pods":
+            if attributes.operation == "CREATE" and not attributes.subresource:
+                await self._mirror_pod(node, attributes.obj or {})
+                return
             self._pod(node, attributes)
         elif resource.group == "" and resource.plural == "nodes":
             self._node(node, attributes)
@@ -122,23 +133,75 @@ class NodeRestriction:
                     f'node "{node}" can only delete pods with spec.nodeName set to itself'
                 )
             return
-        if a.operation == "CREATE":
-            pod = a.obj or {}
-            annotations = (pod.get("metadata") or {}).get("annotations") or {}
-            if MIRROR_POD_ANNOTATION not in annotations:
-                raise Forbidden(
-                    f'pod does not have "{MIRROR_POD_ANNOTATION}" annotation, node "{node}" '
-                    "can only create mirror pods"
-                )
-            if (pod.get("spec") or {}).get("nodeName") != node:
-                raise Forbidden(
-                    f'node "{node}" can only create pods with spec.nodeName set to itself'
-                )
-            return
         raise Forbidden(
             f'unexpected operation "{a.operation}", node "{node}" can only create and delete '
             "mirror pods"
         )
+
+    async def _mirror_pod(self, node: str, pod: dict[str, Any]) -> None:
+        """Upstream's admitPodCreate."""
+        metadata = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        if MIRROR_POD_ANNOTATION not in (metadata.get("annotations") or {}):
+            raise Forbidden(
+                f'pod does not have "{MIRROR_POD_ANNOTATION}" annotation, node "{node}" '
+                "can only create mirror pods"
+            )
+        if spec.get("nodeName") != node:
+            raise Forbidden(f'node "{node}" can only create pods with spec.nodeName set to itself')
+        await self._check_owner(node, metadata.get("ownerReferences") or [])
+        # A mirror pod may refer to no other API object: the node could read it through the
+        # pod (the kubelet's static pods are files on the node and need none).
+        if spec.get("serviceAccountName"):
+            raise Forbidden(f'node "{node}" can not create pods that reference a service account')
+        if references_secrets(spec):
+            raise Forbidden(f'node "{node}" can not create pods that reference secrets')
+        if references_configmaps(spec):
+            raise Forbidden(f'node "{node}" can not create pods that reference configmaps')
+        volumes = [v for v in spec.get("volumes") or [] if isinstance(v, dict)]
+        for volume in volumes:
+            sources = (volume.get("projected") or {}).get("sources") or []
+            if any(
+                isinstance(s, dict) and s.get("clusterTrustBundle") is not None for s in sources
+            ):
+                raise Forbidden(
+                    f'node "{node}" can not create pods that reference clustertrustbundles'
+                )
+        if any(volume.get("persistentVolumeClaim") is not None for volume in volumes):
+            raise Forbidden(
+                f'node "{node}" can not create pods that reference persistentvolumeclaims'
+            )
+
+    async def _check_owner(self, node: str, owners: list[Any]) -> None:
+        """The mirror pod's one owner is the node, as the kubelet sets it: the garbage
+        collector then deletes it with the Node (and only then)."""
+        if len(owners) > 1:
+            raise Forbidden(
+                f'node "{node}" can only create pods with a single owner reference set to itself'
+            )
+        owner = owners[0] if owners and isinstance(owners[0], dict) else None
+        if owner is None or (owner.get("apiVersion"), owner.get("kind"), owner.get("name")) != (
+            "v1",
+            "Node",
+            node,
+        ):
+            raise Forbidden(
+                f'node "{node}" can only create pods with an owner reference set to itself'
+            )
+        if owner.get("controller") is not True:
+            raise Forbidden(
+                f'node "{node}" can only create pods with a controller owner reference set to '
+                "itself"
+            )
+        if owner.get("blockOwnerDeletion") is True:
+            raise Forbidden(f'node "{node}" must not set blockOwnerDeletion on an owner reference')
+        found = await self.lookup.get("v1", "Node", node)
+        if found is None:
+            raise NotFound("nodes", node)
+        uid = str((found.get("metadata") or {}).get("uid") or "")
+        if owner.get("uid", "") != uid:
+            # Upstream's wording: "expected" is the reference's uid, "got" the Node's.
+            raise Forbidden(f"node {node} UID mismatch: expected {owner.get('uid', '')} got {uid}")
 
     @staticmethod
     def _node(node: str, a: Attributes) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from taintplane.admission import Attributes, Chain, Forbidden, Rejected
+from taintplane.admission import Attributes, Chain, Forbidden, NotFound, Rejected
 from taintplane.admission.default_toleration_seconds import DefaultTolerationSeconds
 from taintplane.admission.extended_resource_toleration import ExtendedResourceToleration
 from taintplane.admission.node_restriction import NodeRestriction
@@ -64,7 +64,7 @@ def install_admission(
     chain = Chain(
         setup.select(
             [
-                NodeRestriction(),
+                NodeRestriction(lookup),
                 TaintNodesByCondition(),
                 PodNodeSelector(lookup, setup.node_selectors),
                 Priority(lookup),
@@ -93,6 +93,8 @@ def install_admission(
         except Forbidden as refusal:
             name = str(((obj or old or {}).get("metadata") or {}).get("name") or "")
             raise APIError.forbidden(resource, name, refusal.reason) from refusal
+        except NotFound as missing:
+            raise APIError.not_found(missing.plural, missing.name) from missing
         except Rejected as refusal:
             # A plain error upstream: ErrorToAPIStatus makes it a 500 with no reason.
             status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
