@@ -27,6 +27,7 @@ _COMMANDS = {
     "policy": "taintplane.cli.policy:policy_group",
     "taint": "taintplane.cli.taint_devices:taint_group",
     "what-if": "taintplane.cli.whatif:what_if_group",
+    "simulate": "taintplane.cli.simulate:simulate_command",
 }
 
 

@@ -28,6 +28,8 @@ from taintplane.store.interface import Store
 __all__ = [
     "SNAPSHOT_RESOURCES",
     "SnapshotError",
+    "load_yaml_documents",
+    "objects_of",
     "read_live",
     "read_snapshot_file",
     "restore",
@@ -103,6 +105,22 @@ def _flatten(document: Any, where: str) -> Iterator[dict[str, Any]]:
     yield document
 
 
+def load_yaml_documents(text: str) -> list[Any]:
+    """Every YAML (or JSON) document in ``text``, times left as strings."""
+    try:
+        return list(yaml.load_all(text, Loader=_Loader))
+    except yaml.YAMLError as error:
+        raise SnapshotError(str(error)) from error
+
+
+def objects_of(items: list[Any], where: str) -> list[dict[str, Any]]:
+    """The objects of a list of manifests (``List``s flattened), each checked to name itself."""
+    objects: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        objects.extend(_flatten(item, f"{where}[{index}]"))
+    return objects
+
+
 def read_snapshot_file(path: Path) -> list[dict[str, Any]]:
     """Every object in a YAML or JSON file: single objects, ``List``s, several documents."""
     try:
@@ -110,8 +128,8 @@ def read_snapshot_file(path: Path) -> list[dict[str, Any]]:
     except OSError as error:
         raise SnapshotError(f"cannot read snapshot {path}: {error.strerror or error}") from error
     try:
-        documents = list(yaml.load_all(text, Loader=_Loader))
-    except yaml.YAMLError as error:
+        documents = load_yaml_documents(text)
+    except SnapshotError as error:
         raise SnapshotError(f"snapshot {path} is not YAML or JSON: {error}") from error
     objects: list[dict[str, Any]] = []
     for index, document in enumerate(documents):

@@ -42,6 +42,7 @@ __all__ = [
     "TaintPlan",
     "WhatIfError",
     "WhatIfReport",
+    "apply_plan",
     "default_window",
     "node_shape",
     "resolve_plan",
@@ -274,7 +275,7 @@ def default_window(objects: Sequence[dict[str, Any]], plan: TaintPlan) -> float:
 # ---- the run ------------------------------------------------------------------------------------
 
 
-async def _apply(client: Client, plan: TaintPlan) -> None:
+async def apply_plan(client: Client, plan: TaintPlan) -> None:
     """The taint changes, as ``kubectl taint`` makes them: a node's whole new taint list."""
     for name in plan.nodes:
         node = await client.get(NODES, name)
@@ -322,7 +323,7 @@ async def run_what_if(
             await recorder.start()
             began = clock.now()
             before = [p for p in recorder.pods.cache.values() if _running_on(p, plan.nodes)]
-            await _apply(cluster.client, plan)
+            await apply_plan(cluster.client, plan)
             await clock.advance(0)
             step = window / STEPS if window > 0 else 0
             for done in range(1, STEPS + 1):

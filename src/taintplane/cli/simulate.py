@@ -1,0 +1,124 @@
+"""``taintplane simulate SCENARIO.yaml [--report FILE.html]``: play a scenario (a cluster, what
+runs on it, and what happens to it) on virtual time, and show what followed.
+
+The scenario format is in :mod:`taintplane.sim.scenario` and the README.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import click
+
+from taintplane.api.duration import format_duration
+from taintplane.api.features import FeatureGates, UnknownFeatureGateError
+from taintplane.sim.report_html import render_html
+from taintplane.sim.scenario import ScenarioError, load_scenario
+from taintplane.sim.simulate import SimulationReport, run_scenario
+
+__all__ = ["simulate_command"]
+
+#: Timeline lines printed as text before pointing at --report or -o json.
+TEXT_TIMELINE_LINES = 200
+
+
+@click.command("simulate")
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--report",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE.html",
+    help="Also write a page with charts of pods and nodes over time, the steps and the timeline.",
+)
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
+@click.option("--feature-gates", default="", metavar="A=true,B=false")
+def simulate_command(scenario: Path, report: Path | None, output: str, feature_gates: str) -> None:
+    """Play SCENARIO (nodes or pools, objects, and steps such as taints, stopped kubelets or
+    zones, node conditions, at offsets) on a fresh cluster on virtual time; print what
+    happened and when."""
+    try:
+        features = FeatureGates.parse(feature_gates)
+    except (ValueError, UnknownFeatureGateError) as error:
+        raise click.UsageError(f"--feature-gates: {error}") from error
+    try:
+        played = load_scenario(scenario)
+    except ScenarioError as error:
+        raise click.ClickException(str(error)) from error
+    result = asyncio.run(
+        run_scenario(played, features=features, progress=_progress_bar(played.until))
+    )
+    if report is not None:
+        try:
+            report.write_text(render_html(result))
+        except OSError as error:
+            raise click.ClickException(
+                f"cannot write {report}: {error.strerror or error}"
+            ) from error
+    if output == "json":
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        click.echo(render_text(result, report))
+
+
+def _progress_bar(total: float) -> Callable[[float, float], None] | None:
+    if not sys.stderr.isatty():
+        return None
+    bar = click.progressbar(
+        length=max(int(total), 1), label=f"simulating {format_duration(total)}", file=sys.stderr
+    )
+    shown = [0]
+
+    def progress(done: float, total: float) -> None:
+        bar.update(int(done) - shown[0])
+        shown[0] = int(done)
+        if done >= total:
+            bar.render_finish()
+
+    return progress
+
+
+def render_text(result: SimulationReport, report: Path | None) -> str:
+    def offset(at: datetime) -> str:
+        return "+" + format_duration(result.offset(at))
+
+    lines = [
+        f"Simulated {result.name!r}: {result.nodes} nodes from "
+        f"{result.start.strftime('%Y-%m-%dT%H:%M:%SZ')} for "
+        f"{format_duration(result.offset(result.end))}.",
+        "",
+        "Steps:",
+    ]
+    lines += [
+        f"  {number}. {offset(at)}  {step.summary}"
+        for number, (at, step) in enumerate(result.steps, 1)
+    ]
+    shown = result.timeline[:TEXT_TIMELINE_LINES]
+    rows = [("TIME", "EVENT", "OBJECT", "DETAIL")] + [
+        (offset(h.at), h.event, h.object, h.detail) for h in shown
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines.append("")
+    lines += [
+        "   ".join(cell.ljust(widths[i]) if i < 3 else cell for i, cell in enumerate(r)).rstrip()
+        for r in rows
+    ]
+    if len(result.timeline) > len(shown):
+        where = f"{report}" if report is not None else "--report FILE.html or -o json"
+        lines.append(f"… {len(result.timeline) - len(shown)} more in {where}")
+    counts = ", ".join(f"{event} {count}" for event, count in result.counts().items())
+    lines += ["", f"Happened: {counts or 'nothing'}."]
+    if result.samples:
+        last = result.samples[-1]
+        lines.append(
+            f"At the end: {last.running} pods running, {last.pending} pending, "
+            f"{last.terminating} terminating; {last.nodes_ready} of {result.nodes} nodes Ready."
+        )
+    if report is not None:
+        lines.append(f"Report: {report}")
+    return "\n".join(lines)
