@@ -36,6 +36,10 @@ class ResourceType:
     subresources: tuple[Subresource, ...] = ()
     #: Version of the group listed first (preferred) in discovery.
     preferred: bool = True
+    #: The registry's ``ReturnDeletedObject``: a DELETE that removes the object answers with
+    #: the object rather than a Status. (A deletion left pending on finalizers or a grace
+    #: period answers with the object for every kind.)
+    return_deleted_object: bool = False
 
     @property
     def singular(self) -> str:
@@ -87,6 +91,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         short_names=("ns",),
         verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
         subresources=(_STATUS, Subresource("finalize", ("update",))),
+        return_deleted_object=True,
     ),
     _core("Node", "nodes", False, short_names=("no",), subresources=(_STATUS,)),
     _core(
@@ -100,6 +105,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
             Subresource("eviction", ("create",), ("policy", "v1", "Eviction")),
             _STATUS,
         ),
+        return_deleted_object=True,
     ),
     _core("Event", "events", True, short_names=("ev",)),
     ResourceType("events.k8s.io", "v1", "Event", "events", True, short_names=("ev",)),
@@ -154,12 +160,40 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType(
         "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False
     ),
-    ResourceType("resource.k8s.io", "v1", "DeviceClass", "deviceclasses", False),
-    ResourceType("resource.k8s.io", "v1", "ResourceSlice", "resourceslices", False),
     ResourceType(
-        "resource.k8s.io", "v1", "ResourceClaim", "resourceclaims", True, subresources=(_STATUS,)
+        "resource.k8s.io",
+        "v1",
+        "DeviceClass",
+        "deviceclasses",
+        False,
+        return_deleted_object=True,
     ),
-    ResourceType("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates", True),
+    ResourceType(
+        "resource.k8s.io",
+        "v1",
+        "ResourceSlice",
+        "resourceslices",
+        False,
+        return_deleted_object=True,
+    ),
+    ResourceType(
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaim",
+        "resourceclaims",
+        True,
+        subresources=(_STATUS,),
+        return_deleted_object=True,
+    ),
+    ResourceType(
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaimTemplate",
+        "resourceclaimtemplates",
+        True,
+        return_deleted_object=True,
+    ),
+    # Upstream's NewRESTLegacy: versions before v1 return the deleted rule, v1 a Status.
     ResourceType(
         "resource.k8s.io",
         "v1alpha3",
@@ -168,6 +202,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         False,
         subresources=(_STATUS,),
         preferred=False,
+        return_deleted_object=True,
     ),
 )
 

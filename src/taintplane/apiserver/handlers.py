@@ -453,14 +453,18 @@ class ResourceHandlers:
             dry_run=self._dry_run(request),
             propagation=propagation_policy(options),
         )
-        if gone and info.resource.kind not in ("Pod",):
+        if gone and not info.resource.return_deleted_object:
             details: dict[str, Any] = {"name": info.name}
             if info.resource.group:
                 details["group"] = info.resource.group
             details["kind"] = info.resource.plural
             details["uid"] = obj["metadata"].get("uid")
             return json_response(success(200, details))
-        return json_response(obj)
+        # Upstream answers 202 only for a deletion left pending when the client asked for
+        # cascading with the deprecated orphanDependents=false (changing it would break
+        # clients); finalizers, grace periods and namespaces otherwise answer 200.
+        pending_cascade = not gone and options.get("orphanDependents") is False
+        return json_response(obj, 202 if pending_cascade else 200)
 
     async def _delete_collection(self, request: Request, info: RequestInfo) -> Response:
         options = await self._delete_options(request)
