@@ -61,7 +61,7 @@ def test_applying_twice_changes_nothing():
 
 
 def test_comparison_operators_gate_is_alpha_and_off():
-    assert DEFAULTS == {"TaintTolerationComparisonOperators": False}
+    assert DEFAULTS["TaintTolerationComparisonOperators"] is False
     assert FeatureGates().comparison_operators is False
     assert FeatureGates({"TaintTolerationComparisonOperators": True}).comparison_operators is True
 

@@ -1,4 +1,9 @@
-"""Feature gates, with the names and defaults of Kubernetes v1.35."""
+"""Feature gates, with the names of Kubernetes v1.35 and its defaults but two.
+
+``DRADeviceTaints`` and ``DRADeviceTaintRules`` are alpha and off by default in 1.35; device
+taints are what taintplane is for, so they are on here. Turned off, they behave as upstream's
+are when off (what each one switches is listed where it is defined).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,17 @@ __all__ = ["DEFAULTS", "FeatureGates", "UnknownFeatureGateError"]
 #: Alpha in 1.35: the ``Lt`` and ``Gt`` toleration operators (numeric taint values).
 TAINT_TOLERATION_COMPARISON_OPERATORS = "TaintTolerationComparisonOperators"
 
+#: Alpha in 1.35 (since 1.33), on in taintplane: taints in ResourceSlices and tolerations in
+#: ResourceClaims (dropped on write when off, unless the old object used them), the
+#: scheduler's taint checks, and the device taint eviction controller.
+DRA_DEVICE_TAINTS = "DRADeviceTaints"
+#: Alpha in 1.35, on in taintplane: the DeviceTaintRule API, the scheduler applying rules,
+#: and the device taint eviction controller evicting for and reporting on rules.
+DRA_DEVICE_TAINT_RULES = "DRADeviceTaintRules"
+
 DEFAULTS: Mapping[str, bool] = {
+    DRA_DEVICE_TAINTS: True,
+    DRA_DEVICE_TAINT_RULES: True,
     TAINT_TOLERATION_COMPARISON_OPERATORS: False,
 }
 
@@ -52,3 +67,11 @@ class FeatureGates:
     @property
     def comparison_operators(self) -> bool:
         return self.enabled(TAINT_TOLERATION_COMPARISON_OPERATORS)
+
+    @property
+    def device_taints(self) -> bool:
+        return self.enabled(DRA_DEVICE_TAINTS)
+
+    @property
+    def device_taint_rules(self) -> bool:
+        return self.enabled(DRA_DEVICE_TAINT_RULES)

@@ -253,5 +253,9 @@ class Scheme:
     def group_versions(self) -> set[tuple[str, str]]:
         return {(t.group, t.version) for t in self.types}
 
+    def without(self, group: str, plural: str) -> Scheme:
+        """The scheme minus a resource (every version), for APIs a feature gate turns off."""
+        return Scheme(tuple(t for t in self.types if (t.group, t.plural) != (group, plural)))
+
 
 SCHEME = Scheme(RESOURCE_TYPES)

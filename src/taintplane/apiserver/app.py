@@ -54,6 +54,9 @@ class APIServer:
     ) -> None:
         self.store = store
         self.clock = clock
+        if features is not None and not features.device_taint_rules:
+            # As storage_resource.go: DeviceTaintRules are not served without the gate.
+            scheme = scheme.without("resource.k8s.io", "devicetaintrules")
         self.scheme = scheme
         self.server_address = server_address
         self.registry = Registry(store, clock, features, scheme)

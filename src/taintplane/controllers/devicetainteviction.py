@@ -86,13 +86,20 @@ class DeviceTaintEvictionController:
         informers: SharedInformers,
         *,
         registry: CollectorRegistry | None = None,
+        device_taint_rules: bool = True,
     ) -> None:
         self.client = client
         self.clock = clock
         self.pods = informers.pods
         self.claims = informers.informer("resource.k8s.io", "v1", "resourceclaims")
         self.slices = informers.informer("resource.k8s.io", "v1", "resourceslices")
-        self.rule_objects = informers.informer("resource.k8s.io", "v1alpha3", "devicetaintrules")
+        # As devicetainteviction.New: without the DRADeviceTaintRules gate there is no rule
+        # informer, so nothing is done with (eviction) or for (status) any DeviceTaintRule.
+        self.rule_objects = (
+            informers.informer("resource.k8s.io", "v1alpha3", "devicetaintrules")
+            if device_taint_rules
+            else None
+        )
         self.metrics = DeviceTaintEvictionMetrics(registry or CollectorRegistry())
         self.recorder = EventRecorder(client, clock, COMPONENT)
         self.pools = Pools()
@@ -116,11 +123,12 @@ class DeviceTaintEvictionController:
             lambda c: self._claim_changed(c, None),
         )
         self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
-        self.rule_objects.add_handlers(
-            lambda r: self._rule_changed(None, r),
-            self._rule_changed,
-            lambda r: self._rule_changed(r, None),
-        )
+        if self.rule_objects is not None:
+            self.rule_objects.add_handlers(
+                lambda r: self._rule_changed(None, r),
+                self._rule_changed,
+                lambda r: self._rule_changed(r, None),
+            )
         self.slices.add_handlers(
             lambda s: self._slice_changed(None, s),
             self._slice_changed,

@@ -121,6 +121,8 @@ class RuleStatus:
     def update(self, name: str, uid: str, now: datetime) -> datetime | None:
         """Upstream's ``maybeUpdateRuleStatus``, from the caches; returns when to look again
         (None: not until something else asks)."""
+        if self.c.rule_objects is None:
+            return None
         obj = self.c.rule_objects.get(name)
         if obj is None or str(obj["metadata"].get("uid", "")) != uid:
             return None  # deleted or replaced

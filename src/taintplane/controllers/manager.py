@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 
-from taintplane.api.features import FeatureGates
+from taintplane.api.features import DRA_DEVICE_TAINTS, FeatureGates
 from taintplane.client import Client
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
@@ -70,6 +70,9 @@ class ControllerManager:
             factory = _FACTORIES.get(name)
             if factory is None:
                 raise ValueError(f"unknown controller {name!r}; known: {', '.join(_FACTORIES)}")
+            if not all(self.config.features.enabled(g) for g in _REQUIRED_GATES.get(name, ())):
+                log.info("%s disabled: its feature gates are off", name)
+                continue
             self.controllers[name] = factory(self)
 
     async def run(self) -> None:
@@ -126,7 +129,13 @@ def _podgc(m: ControllerManager) -> Controller:
 
 
 def _device_taint_eviction(m: ControllerManager) -> Controller:
-    return DeviceTaintEvictionController(m.client, m.clock, m.informers, registry=m.registry)
+    return DeviceTaintEvictionController(
+        m.client,
+        m.clock,
+        m.informers,
+        registry=m.registry,
+        device_taint_rules=m.config.features.device_taint_rules,
+    )
 
 
 _FACTORIES: dict[str, Factory] = {
@@ -143,3 +152,8 @@ _FACTORIES: dict[str, Factory] = {
 }
 
 ALL_CONTROLLERS: tuple[str, ...] = tuple(_FACTORIES)
+
+#: A controller's descriptor's ``requiredFeatureGates``: without them it does not start.
+_REQUIRED_GATES: dict[str, tuple[str, ...]] = {
+    "device-taint-eviction-controller": (DRA_DEVICE_TAINTS,),
+}

@@ -76,8 +76,12 @@ class Allocator:
         slices: Sequence[Mapping[str, Any]],
         rules: Sequence[RuleTaint] = (),
         cel_cache: CelCache | None = None,
+        *,
+        device_taints: bool = True,
     ) -> None:
         self.claims = list(claims)
+        #: The DRADeviceTaints gate: without it taints do not keep devices from claims.
+        self.device_taints = device_taints
         self.allocated = allocated
         self.classes = classes
         self.slices = slices
@@ -200,7 +204,7 @@ class _Run:
             return False
         for index in range(start, len(request.candidates)):
             device = request.candidates[index]
-            if device.id in self.in_use or taint_blocks(device, request.tolerations):
+            if device.id in self.in_use or self._tainted(device, request):
                 continue
             self._take(ci, request, device)
             if self._fill(ci, ri, request, picked + 1, index + 1):
@@ -208,11 +212,12 @@ class _Run:
             self._release(ci, device)
         return False
 
+    def _tainted(self, device: Device, request: _Exact) -> bool:
+        return self.a.device_taints and taint_blocks(device, request.tolerations)
+
     def _fill_all(self, ci: int, ri: int, request: _Exact) -> bool:
         devices = request.candidates
-        if not devices or any(
-            d.id in self.in_use or taint_blocks(d, request.tolerations) for d in devices
-        ):
+        if not devices or any(d.id in self.in_use or self._tainted(d, request) for d in devices):
             return False
         for device in devices:
             self._take(ci, request, device)

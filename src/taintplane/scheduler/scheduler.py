@@ -98,7 +98,13 @@ class Scheduler:
         self.clock = clock
         self.name = scheduler_name
         self.dra_caches = DraCaches()
-        self.dra = DynamicResources(self.dra_caches, client)
+        gates = features or FeatureGates()
+        self.dra = DynamicResources(
+            self.dra_caches,
+            client,
+            device_taints=gates.device_taints,
+            device_taint_rules=gates.device_taint_rules,
+        )
         self.framework = default_framework(features, self.dra)
         self.placement = Placement(
             self.framework,
@@ -134,12 +140,16 @@ class Scheduler:
             self._dra_informer(RESOURCE_CLAIMS, ClusterEvent.RESOURCE_CLAIM),
             self._dra_informer(RESOURCE_SLICES, ClusterEvent.RESOURCE_SLICE),
             self._dra_informer(DEVICE_CLASSES, ClusterEvent.DEVICE_CLASS),
-            self._dra_informer(DEVICE_TAINT_RULES, ClusterEvent.DEVICE_TAINT_RULE),
         ]
         self.dra_caches.claims, self.dra_caches.slices, self.dra_caches.classes = (
-            informer.cache for informer in self.dra_informers[:3]
+            informer.cache for informer in self.dra_informers
         )
-        self.dra_caches.rules = self.dra_informers[3].cache
+        # Without DRADeviceTaintRules the API is not served and upstream's slice tracker
+        # does not watch rules.
+        if gates.device_taint_rules:
+            rules = self._dra_informer(DEVICE_TAINT_RULES, ClusterEvent.DEVICE_TAINT_RULE)
+            self.dra_informers.append(rules)
+            self.dra_caches.rules = rules.cache
 
     def _dra_informer(self, rt: Any, event: str) -> Informer:
         def changed(*_: Any) -> None:

@@ -70,6 +70,37 @@ def _default_claim_spec(spec: Mapping[str, Any]) -> None:
             _default_request(sub)
 
 
+def _device_tolerations_in_use(spec: Mapping[str, Any] | None) -> bool:
+    for request in as_list(as_dict(as_dict(spec).get("devices")).get("requests")):
+        request = as_dict(request)
+        if as_list(as_dict(request.get("exactly")).get("tolerations")):
+            return True
+        if any(
+            as_list(as_dict(sub).get("tolerations"))
+            for sub in as_list(request.get("firstAvailable"))
+        ):
+            return True
+    return False
+
+
+def _drop_device_tolerations(
+    enabled: bool, spec: Mapping[str, Any], old: Mapping[str, Any] | None
+) -> None:
+    """``resourceclaimspec.DropDisabledFields`` for DRADeviceTaints: with the gate off, a claim
+    spec's tolerations are dropped unless the old spec already had some."""
+    if enabled or _device_tolerations_in_use(old):
+        return
+    for request in as_list(as_dict(spec.get("devices")).get("requests")):
+        request = as_dict(request)
+        for sub in [request.get("exactly"), *as_list(request.get("firstAvailable"))]:
+            if isinstance(sub, dict):
+                sub.pop("tolerations", None)
+
+
+def _slice_taints_in_use(spec: Mapping[str, Any] | None) -> bool:
+    return any(as_list(as_dict(d).get("taints")) for d in as_list(as_dict(spec).get("devices")))
+
+
 def _spec_immutable(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
     if spec_of(new) == spec_of(old):
         return []
@@ -94,6 +125,23 @@ class ResourceSliceStrategy(ClockedStrategy):
         for device in as_list(spec_of(obj).get("devices")):
             for taint in as_list(as_dict(device).get("taints")):
                 self._default_taint(taint)
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        self._drop_disabled_taints(obj, None)
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        self._drop_disabled_taints(new, old)
+        super().prepare_for_update(new, old)
+
+    def _drop_disabled_taints(self, new: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """``dropDisabledDRADeviceTaintsFields``: with DRADeviceTaints off, device taints are
+        dropped unless the old slice already had some."""
+        if self.features.device_taints or (old is not None and _slice_taints_in_use(spec_of(old))):
+            return
+        for device in as_list(spec_of(new).get("devices")):
+            if isinstance(device, dict):
+                device.pop("taints", None)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return self.validate_object_meta(obj) + validate_resource_slice_spec(
@@ -121,6 +169,11 @@ class ResourceClaimStrategy(ClockedStrategy):
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         super().prepare_for_create(obj)
         obj["status"] = {}
+        _drop_device_tolerations(self.features.device_taints, spec_of(obj), None)
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        _drop_device_tolerations(self.features.device_taints, spec_of(new), spec_of(old))
+        super().prepare_for_update(new, old)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return self.validate_object_meta(obj) + validate_claim_spec(spec_of(obj), Path.root("spec"))
@@ -163,6 +216,19 @@ class ResourceClaimTemplateStrategy(ClockedStrategy):
     def default(self, obj: dict[str, Any]) -> None:
         super().default(obj)
         _default_claim_spec(as_dict(spec_of(obj).get("spec")))
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        _drop_device_tolerations(
+            self.features.device_taints, as_dict(spec_of(obj).get("spec")), None
+        )
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        old_spec = as_dict(spec_of(old).get("spec"))
+        _drop_device_tolerations(
+            self.features.device_taints, as_dict(spec_of(new).get("spec")), old_spec
+        )
+        super().prepare_for_update(new, old)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return self.validate_object_meta(obj) + validate_claim_spec(

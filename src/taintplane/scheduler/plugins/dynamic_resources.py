@@ -110,9 +110,20 @@ class _State:
 class DynamicResources:
     name = names.DYNAMIC_RESOURCES
 
-    def __init__(self, caches: DraCaches | None = None, client: Client | None = None) -> None:
+    def __init__(
+        self,
+        caches: DraCaches | None = None,
+        client: Client | None = None,
+        *,
+        device_taints: bool = True,
+        device_taint_rules: bool = True,
+    ) -> None:
         self.caches = caches or DraCaches()
         self.client = client
+        #: The DRADeviceTaints and DRADeviceTaintRules gates (structured.Features.DeviceTaints;
+        #: the ResourceSlice tracker's EnableDeviceTaintRules).
+        self.device_taints = device_taints
+        self.device_taint_rules = device_taint_rules
         self.cel = CelCache()
         #: claim uid -> claim with the allocation being written (upstream's assume cache)
         self.in_flight: dict[str, dict[str, Any]] = {}
@@ -189,8 +200,9 @@ class DynamicResources:
                 allocated_devices(every),
                 dict(self.caches.classes),
                 list(self.caches.slices.values()),
-                rule_taints(self.caches.rules.values()),
+                rule_taints(self.caches.rules.values()) if self.device_taint_rules else [],
                 self.cel,
+                device_taints=self.device_taints,
             )
         s.claims = claims
         return None
