@@ -43,6 +43,20 @@ def _default_container(container: dict[str, Any]) -> None:
     container.setdefault("resources", {})
 
 
+def _default_requests_to_limits(container: dict[str, Any]) -> None:
+    """SetDefaults_Pod: a limit with no request asks for the limit. Pods only, not pod
+    templates (so not ``_default_container``): a template's controller may set requests."""
+    resources = container.get("resources")
+    limits = resources.get("limits") if isinstance(resources, dict) else None
+    if not isinstance(resources, dict) or not isinstance(limits, dict) or not limits:
+        return
+    requests = resources.get("requests")
+    if not isinstance(requests, dict):
+        requests = resources["requests"] = {}
+    for name, quantity in limits.items():
+        requests.setdefault(name, quantity)
+
+
 def qos_class(spec: Mapping[str, Any]) -> str:
     """``GetPodQOS``: BestEffort, Guaranteed or Burstable from the containers' resources."""
     containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
@@ -81,6 +95,7 @@ class PodStrategy(Strategy):
             for container in spec.get(key) or []:
                 if isinstance(container, dict):
                     _default_container(container)
+                    _default_requests_to_limits(container)
         # PodCondition's times are not omitempty: the Go server writes them as null.
         status = obj.get("status")
         for condition in (status.get("conditions") or []) if isinstance(status, dict) else []:
