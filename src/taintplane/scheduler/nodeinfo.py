@@ -16,7 +16,14 @@ from taintplane.api.quantity import QuantityError, milli_value, value
 from taintplane.api.taints import Taint, parse_taints
 from taintplane.api.tolerations import Toleration, parse_tolerations
 
-__all__ = ["DEFAULT_MEMORY_REQUEST", "DEFAULT_MILLI_CPU_REQUEST", "NodeInfo", "PodInfo", "pod_key"]
+__all__ = [
+    "BIND_ALL_HOST_IP",
+    "DEFAULT_MEMORY_REQUEST",
+    "DEFAULT_MILLI_CPU_REQUEST",
+    "NodeInfo",
+    "PodInfo",
+    "pod_key",
+]
 
 #: Requests assumed for scoring when a container sets none (upstream's non-zero defaults).
 DEFAULT_MILLI_CPU_REQUEST = 100
@@ -54,6 +61,29 @@ def _requests(spec: Mapping[str, Any]) -> dict[str, int]:
     return total
 
 
+#: ``DefaultBindAllHostIP``: a hostPort without hostIP binds every address.
+BIND_ALL_HOST_IP = "0.0.0.0"
+
+#: A host port as ``(protocol, port, hostIP)``, with upstream's defaults filled in.
+HostPort = tuple[str, int, str]
+
+
+def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    """``GetHostPorts``: the host ports of the containers and of the init containers that run
+    for the pod's whole life (``restartPolicy: Always``, sidecars)."""
+    containers = [
+        c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"
+    ] + list(spec.get("containers") or [])
+    ports = []
+    for container in containers:
+        for port in container.get("ports") or []:
+            number = port.get("hostPort")
+            if isinstance(number, int) and number > 0:
+                protocol = str(port.get("protocol") or "TCP")
+                ports.append((protocol, number, str(port.get("hostIP") or BIND_ALL_HOST_IP)))
+    return tuple(ports)
+
+
 @dataclass
 class PodInfo:
     pod: dict[str, Any]
@@ -67,6 +97,7 @@ class PodInfo:
     priority: int
     scheduler_name: str
     node_name: str
+    host_ports: tuple[HostPort, ...] = ()
 
     @property
     def terminating(self) -> bool:
@@ -97,6 +128,7 @@ class PodInfo:
             priority=int(spec.get("priority") or 0),
             scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
             node_name=str(spec.get("nodeName") or ""),
+            host_ports=_host_ports(spec),
         )
 
 
@@ -112,6 +144,8 @@ class NodeInfo:
     #: Sum of the pods' score requests (cpu millis, memory bytes).
     score_requested: list[int] = field(default_factory=lambda: [0, 0])
     pods: dict[str, PodInfo] = field(default_factory=dict)
+    #: ``UsedPorts``: (protocol, port) -> hostIP -> how many pods hold it.
+    used_ports: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, node: dict[str, Any]) -> NodeInfo:
@@ -142,6 +176,9 @@ class NodeInfo:
             self.requested[resource] = self.requested.get(resource, 0) + amount
         self.score_requested[0] += pod.score_requests[0]
         self.score_requested[1] += pod.score_requests[1]
+        for protocol, port, ip in pod.host_ports:
+            holders = self.used_ports.setdefault((protocol, port), {})
+            holders[ip] = holders.get(ip, 0) + 1
 
     def remove_pod(self, key: str) -> None:
         pod = self.pods.pop(key, None)
@@ -151,6 +188,13 @@ class NodeInfo:
             self.requested[resource] = self.requested.get(resource, 0) - amount
         self.score_requested[0] -= pod.score_requests[0]
         self.score_requested[1] -= pod.score_requests[1]
+        for protocol, port, ip in pod.host_ports:
+            holders = self.used_ports[(protocol, port)]
+            holders[ip] -= 1
+            if not holders[ip]:
+                del holders[ip]
+                if not holders:
+                    del self.used_ports[(protocol, port)]
 
     def with_node(self, node: dict[str, Any]) -> NodeInfo:
         """This node's accounting under an updated Node object."""
@@ -158,4 +202,5 @@ class NodeInfo:
         fresh.requested = self.requested
         fresh.score_requested = self.score_requested
         fresh.pods = self.pods
+        fresh.used_ports = self.used_ports
         return fresh

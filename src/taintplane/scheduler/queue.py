@@ -77,6 +77,12 @@ INTERESTS: dict[str, set[str]] = {
         ClusterEvent.DEVICE_CLASS,
         ClusterEvent.DEVICE_TAINT_RULE,
     },
+    names.NODE_PORTS: {
+        ClusterEvent.NODE_ADD,
+        ClusterEvent.NODE_LABEL,
+        ClusterEvent.NODE_TAINT,
+        ClusterEvent.ASSIGNED_POD_DELETE,
+    },
     names.NODE_RESOURCES_FIT: {
         ClusterEvent.NODE_ADD,
         ClusterEvent.NODE_ALLOCATABLE,

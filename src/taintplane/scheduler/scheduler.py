@@ -27,6 +27,7 @@ from taintplane.scheduler.plugins import names
 from taintplane.scheduler.plugins.dynamic_resources import DraCaches, DynamicResources
 from taintplane.scheduler.plugins.node_affinity import NodeAffinity
 from taintplane.scheduler.plugins.node_name import NodeName
+from taintplane.scheduler.plugins.node_ports import NodePorts
 from taintplane.scheduler.plugins.node_resources import (
     NodeResourcesBalancedAllocation,
     NodeResourcesFit,
@@ -66,6 +67,7 @@ def default_framework(
         NodeName(),
         TaintToleration(comparison_operators=gates.comparison_operators),
         NodeAffinity(),
+        NodePorts(),
         NodeResourcesFit(),
         PodTopologySpread(),
         dra or DynamicResources(),

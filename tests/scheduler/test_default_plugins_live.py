@@ -1,0 +1,55 @@
+"""The default profile's plugins through the API: the FailedScheduling message as 1.35 writes
+it (NodePorts, InterPodAffinity, NodeAffinity's PreFilter)."""
+
+import pytest
+
+from taintplane.sim.cluster import running_cluster
+from tests.scheduler.builders import make_node, make_pod, taint
+from tests.scheduler.test_live import add_node, condition, wait_for_pod
+
+PODS = "/api/v1/namespaces/default/pods"
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    import httpx
+
+    with (
+        running_cluster(tmp_path_factory.mktemp("plugins")) as cluster,
+        httpx.Client(base_url=cluster.url, timeout=30) as client,
+    ):
+        add_node(client, make_node("a-1", labels={"zone": "a"}))
+        add_node(client, make_node("a-2", labels={"zone": "a"}))
+        add_node(client, make_node("b-1", labels={"zone": "b"}, taints=[taint("gpu")]))
+        yield client
+
+
+def failure(api, name):
+    pod = wait_for_pod(api, name, lambda p: condition(p) is not None)
+    message = condition(pod)["message"]
+    events = api.get(
+        "/api/v1/namespaces/default/events",
+        params={"fieldSelector": f"involvedObject.name={name},reason=FailedScheduling"},
+    ).json()["items"]
+    assert message in [e["message"] for e in events]
+    return message
+
+
+def bound(api, name):
+    return wait_for_pod(api, name, lambda p: p["spec"].get("nodeName"))["spec"]["nodeName"]
+
+
+def test_two_pods_on_one_host_port_of_one_node(api):
+    for name in ("port-1", "port-2"):
+        pod = make_pod(name, node_selector={"kubernetes.io/hostname": "a-1"})
+        pod["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+        assert api.post(PODS, json=pod).status_code == 201
+        if name == "port-1":
+            assert bound(api, name) == "a-1"
+    assert failure(api, "port-2") == (
+        "0/3 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, "
+        "1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated "
+        "taint(s). no new claims to deallocate, preemption: 0/3 nodes are available: "
+        "1 No preemption victims found for incoming pod, 2 Preemption is not helpful for "
+        "scheduling."
+    )
