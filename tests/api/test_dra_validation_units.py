@@ -73,15 +73,6 @@ def exactly(**request: Any) -> dict[str, Any]:
             "spec.devices.requests[0].exactly.selectors[0].cel.expression: Required value",
         ),
         (
-            exactly(
-                deviceClassName="c",
-                allocationMode="All",
-                tolerations=[{"key": "k", "operator": "Equal"} for _ in range(17)],
-            ),
-            "spec.devices.requests[0].exactly.tolerations: Too many: 17: must have at most 16 "
-            "items",
-        ),
-        (
             exactly(deviceClassName="c", allocationMode="All", tolerations=[{"key": "k"}]),
             "spec.devices.requests[0].exactly.tolerations[0].operator: Required value",
         ),
@@ -262,3 +253,20 @@ def test_slice_identity_is_immutable_and_limits_hold() -> None:
             )
         )
     )
+
+
+def test_tolerations_are_not_counted() -> None:
+    """1.35's validateExactDeviceRequest and validateDeviceSubRequest check each toleration
+    but not how many there are."""
+    many = [{"key": f"k{i}", "operator": "Exists"} for i in range(40)]
+    mode = {"allocationMode": "ExactCount", "count": 1}
+    sub = {"name": "s", "deviceClassName": "c", "tolerations": many, **mode}
+    spec = {
+        "devices": {
+            "requests": [
+                exactly(deviceClassName="c", tolerations=many, **mode)["devices"]["requests"][0],
+                {"name": "r1", "firstAvailable": [sub]},
+            ]
+        }
+    }
+    assert messages(validate_claim_spec(spec, SPEC)) == []

@@ -27,7 +27,6 @@ from taintplane.api.validation import validate_label_name
 
 __all__ = [
     "DEVICE_TAINTS_MAX",
-    "DEVICE_TOLERATIONS_MAX",
     "GoList",
     "as_dict",
     "as_list",
@@ -45,7 +44,6 @@ __all__ = [
 ]
 
 DEVICE_TAINTS_MAX = 16
-DEVICE_TOLERATIONS_MAX = 16
 DEVICE_REQUESTS_MAX = 32
 FIRST_AVAILABLE_MAX = 8
 DEVICE_SELECTORS_MAX = 32
@@ -229,9 +227,10 @@ def _exact(request: Mapping[str, Any], path: Path) -> list[FieldError]:
     errors += _selectors(request.get("selectors"), path.child("selectors"))
     errors += _allocation_mode(request, path)
     at = path.child("tolerations")
+    # No limit on their number: 1.35's validateExactDeviceRequest / validateDeviceSubRequest
+    # and the declarative tags check each toleration only (the API docs' "at most 16" and
+    # DeviceTolerationsMaxLength are not enforced).
     tolerations = parse_device_tolerations(request.get("tolerations"), at)
-    if len(tolerations) > DEVICE_TOLERATIONS_MAX:
-        return [*errors, too_many(at, len(tolerations), DEVICE_TOLERATIONS_MAX)]
     for i, toleration in enumerate(tolerations):
         errors += validate_device_toleration(toleration, at.index(i))
     return errors
