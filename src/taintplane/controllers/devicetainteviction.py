@@ -40,6 +40,7 @@ from taintplane.controllers.device_evictions import (
     pod_eviction,
 )
 from taintplane.controllers.devicetaintrule_status import RuleStatus
+from taintplane.controllers.stability import alpha
 
 __all__ = ["COMPONENT", "DeviceTaintEvictionController", "DeviceTaintEvictionMetrics"]
 
@@ -59,14 +60,16 @@ class DeviceTaintEvictionMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.deletions = Counter(
             "pod_deletions",
-            "Total number of Pods deleted by DeviceTaintEvictionController since its start.",
+            alpha("Total number of Pods deleted by DeviceTaintEvictionController since its start."),
             subsystem="device_taint_eviction_controller",
             registry=registry,
         )
         self.latency = Histogram(
             "pod_deletion_duration_seconds",
-            "Latency, in seconds, between the time when a device taint effect has been "
-            "activated and a Pod's deletion via DeviceTaintEvictionController.",
+            alpha(
+                "Latency, in seconds, between the time when a device taint effect has been "
+                "activated and a Pod's deletion via DeviceTaintEvictionController."
+            ),
             subsystem="device_taint_eviction_controller",
             buckets=(0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240),
             registry=registry,

@@ -29,6 +29,7 @@ from taintplane.api.wellknown import TAINT_NODE_OUT_OF_SERVICE
 from taintplane.client import ApiError, Client, resource
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
+from taintplane.controllers.stability import alpha
 
 __all__ = ["GC_CHECK_PERIOD", "QUARANTINE_TIME", "PodGCController"]
 
@@ -46,15 +47,20 @@ class PodGCMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.deleting = Counter(
             "force_delete_pods",
-            "Number of pods that are being forcefully deleted since the Pod GC Controller started.",
+            alpha(
+                "Number of pods that are being forcefully deleted since the Pod GC Controller "
+                "started."
+            ),
             ["namespace", "reason"],
             subsystem="pod_gc_collector",
             registry=registry,
         )
         self.errors = Counter(
             "force_delete_pod_errors",
-            "Number of errors encountered when forcefully deleting the pods since the Pod GC "
-            "Controller started.",
+            alpha(
+                "Number of errors encountered when forcefully deleting the pods since the Pod GC "
+                "Controller started."
+            ),
             ["namespace", "reason"],
             subsystem="pod_gc_collector",
             registry=registry,

@@ -36,6 +36,7 @@ from taintplane.client import ApiError, Client, resource
 from taintplane.client.events import EventRecorder
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock, sleep_or_wake
+from taintplane.controllers.stability import alpha
 
 __all__ = ["TaintEvictionController", "TaintEvictionMetrics"]
 
@@ -52,14 +53,16 @@ class TaintEvictionMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.deletions = Counter(
             "pod_deletions",
-            "Total number of Pods deleted by TaintEvictionController since its start.",
+            alpha("Total number of Pods deleted by TaintEvictionController since its start."),
             subsystem="taint_eviction_controller",
             registry=registry,
         )
         self.latency = Histogram(
             "pod_deletion_duration_seconds",
-            "Latency, in seconds, between the time when a taint effect has been activated "
-            "for the Pod and its deletion via TaintEvictionController.",
+            alpha(
+                "Latency, in seconds, between the time when a taint effect has been activated "
+                "for the Pod and its deletion via TaintEvictionController."
+            ),
             subsystem="taint_eviction_controller",
             buckets=(0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240),
             registry=registry,

@@ -22,6 +22,7 @@ from taintplane.agents.kubelet import UnknownNodeError
 from taintplane.api.decoding import format_time
 from taintplane.apiserver.status import APIError
 from taintplane.clock import VirtualClock
+from taintplane.controllers.stability import WithoutCreated
 
 if TYPE_CHECKING:
     from taintplane.sim.cluster import Cluster
@@ -72,7 +73,7 @@ class AdminApp:
 
     async def _metrics(self, send: Send) -> None:
         manager = self.cluster.controller_manager
-        text = generate_latest(manager.registry) if manager is not None else b""
+        text = generate_latest(WithoutCreated(manager.registry)) if manager is not None else b""
         await send(
             {
                 "type": "http.response.start",

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from taintplane.clock import Clock
 from taintplane.controllers.nodelifecycle.queue import RateLimitedTimedQueue
+from taintplane.controllers.stability import alpha, stable
 
 if TYPE_CHECKING:
     from taintplane.controllers.nodelifecycle.controller import NodeLifecycleConfig
@@ -56,29 +57,31 @@ class NodeCollectorMetrics:
         sub, reg = "node_collector", self.registry
         self.zone_health = Gauge(
             "zone_health",
-            "Gauge measuring percentage of healthy nodes per zone.",
+            alpha("Gauge measuring percentage of healthy nodes per zone."),
             ["zone"],
             subsystem=sub,
             registry=reg,
         )
         self.zone_size = Gauge(
             "zone_size",
-            "Gauge measuring number of registered Nodes per zones.",
+            alpha("Gauge measuring number of registered Nodes per zones."),
             ["zone"],
             subsystem=sub,
             registry=reg,
         )
         self.unhealthy = Gauge(
             "unhealthy_nodes_in_zone",
-            "Gauge measuring number of not Ready Nodes per zones.",
+            alpha("Gauge measuring number of not Ready Nodes per zones."),
             ["zone"],
             subsystem=sub,
             registry=reg,
         )
         self.evictions = Counter(
             "evictions",
-            "Number of Node evictions that happened since current instance of NodeController "
-            "started.",
+            stable(
+                "Number of Node evictions that happened since current instance of "
+                "NodeController started."
+            ),
             ["zone"],
             subsystem=sub,
             registry=reg,
