@@ -57,18 +57,75 @@ def test_unschedulable_pods_wait_for_an_event_their_rejecting_plugin_cares_about
     run(scenario)
 
 
-def test_a_move_within_the_backoff_waits_for_the_backoff():
+def test_a_move_within_the_backoff_waits_for_the_backoff_while_others_are_active():
+    async def scenario():
+        clock = VirtualClock()
+        queue = SchedulingQueue(clock)
+        queue.add(info("p", priority=10))
+        queue.unschedulable(await queue.pop(), {"TaintToleration"})
+        queue.on_event(ClusterEvent.NODE_TAINT)  # immediately: still backing off (1 s)
+        queue.add(info("other"))
+        # The backoff queue is only a fallback: an active pod goes first, whatever its priority.
+        assert await pop_now(queue, clock) == "other"
+        assert queue.pending() == {"backoff": 1, "inflight": 1}
+        # Its backoff over (the window after its expiry's), it is active again.
+        await clock.advance(1.9)
+        queue.add(info("late"))
+        assert await pop_now(queue, clock) == "late"
+        assert queue.pending()["backoff"] == 1
+        await clock.advance(0.1)
+        queue.add(info("later"))
+        assert await pop_now(queue, clock) == "p"
+
+    run(scenario)
+
+
+def test_with_the_active_queue_empty_a_backing_off_pod_is_tried_at_once():
+    """SchedulerPopFromBackoffQ (on by default since 1.33): no idling while a rejected pod
+    waits out its backoff."""
+
     async def scenario():
         clock = VirtualClock()
         queue = SchedulingQueue(clock)
         queue.add(info("p"))
-        queue.unschedulable(await queue.pop(), {"TaintToleration"})
-        queue.on_event(ClusterEvent.NODE_TAINT)  # immediately: still backing off (1 s)
-        waiter = asyncio.create_task(queue.pop())
+        queue.unschedulable(await queue.pop(), {"NodeUnschedulable"})
+        queue.on_event(ClusterEvent.NODE_SCHEDULABLE)  # a node uncordoned at the same instant
+        assert queue.pending() == {"backoff": 1}
+        assert await pop_now(queue, clock) == "p"
+
+    run(scenario)
+
+
+def test_the_backoff_queue_orders_by_expiry_window_then_as_the_active_queue():
+    async def scenario():
+        clock = VirtualClock()
+        queue = SchedulingQueue(clock)
+        for name, priority in (("early-low", 0), ("low", 0), ("high", 5)):
+            queue.add(info(name, priority=priority))
+        pods = [await queue.pop() for _ in range(3)]  # high, early-low, low
+        queue.on_event(ClusterEvent.NODE_TAINT)  # during their cycles: all go to backoff
+        queue.unschedulable(pods[1], {"TaintToleration"})  # early-low: expiry window [1, 2)
         await clock.advance(0.5)
-        assert not waiter.done()
-        await clock.advance(0.5)
-        assert waiter.done()
+        queue.unschedulable(pods[2], {"TaintToleration"})  # expiry 1.5: the same window
+        queue.unschedulable(pods[0], {"TaintToleration"})
+        assert [await pop_now(queue, clock) for _ in range(3)] == ["high", "early-low", "low"]
+
+    run(scenario)
+
+
+def test_the_next_window_comes_after_whatever_the_priority():
+    async def scenario():
+        clock = VirtualClock()
+        queue = SchedulingQueue(clock)
+        queue.add(info("low"))
+        queue.add(info("high", priority=5))
+        high = await queue.pop()
+        low = await queue.pop()
+        queue.on_event(ClusterEvent.NODE_TAINT)
+        queue.unschedulable(low, {"TaintToleration"})  # expiry window [1, 2)
+        await clock.advance(1)
+        queue.unschedulable(high, {"TaintToleration"})  # expiry window [2, 3)
+        assert [await pop_now(queue, clock) for _ in range(2)] == ["low", "high"]
 
     run(scenario)
 
@@ -111,6 +168,7 @@ def test_backoff_doubles_per_attempt_up_to_ten_seconds():
         pod = await queue.pop()
         delays = []
         for _ in range(6):
+            await clock.advance(0.5)  # mid-window: expiries are truncated to whole seconds
             queue.error(pod)
             started = clock.monotonic()
             waiter = asyncio.create_task(queue.pop())
@@ -118,7 +176,9 @@ def test_backoff_doubles_per_attempt_up_to_ten_seconds():
                 await clock.advance(0.5)
             delays.append(clock.monotonic() - started)
             pod = waiter.result()
-        assert delays == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+        # A pod that failed with an error is not popped early (upstream's podErrorBackoffQ):
+        # it waits for the window after the one its expiry falls in.
+        assert delays == [1.5, 2.5, 4.5, 8.5, 10.5, 10.5]
 
     run(scenario)
 

@@ -5,7 +5,11 @@
   only when a cluster event one of those plugins cares about happens (a node added, a taint
   removed, labels or ``unschedulable`` changed, a pod deleted…), or after five minutes;
 * a pod that leaves unschedulable (or failed with an error) waits out its **backoff**
-  (1 s doubling to 10 s per attempt) before it is active again.
+  (1 s doubling to 10 s per attempt) before it is active again. As upstream's backoffQ with
+  SchedulerPopFromBackoffQ (on by default since 1.33), backoff expiries are aligned to 1 s
+  ordering windows, pods within a window are ordered as in the active queue, and when the
+  active queue is empty the scheduler takes the first pod that was rejected by plugins from
+  the backoff queue at once rather than idle (pods that failed with an error still wait).
 
 If such an event happens while a pod is being scheduled, the pod goes to backoff rather than
 unschedulable when it fails: otherwise the event that could have helped it would be lost.
@@ -17,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -29,6 +34,8 @@ __all__ = ["ClusterEvent", "SchedulingQueue"]
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
 MAX_IN_UNSCHEDULABLE = 300.0
+#: ``backoffQOrderingWindowDuration``: expiries are truncated to whole windows.
+BACKOFF_ORDERING_WINDOW = 1.0
 
 
 class ClusterEvent:
@@ -107,7 +114,10 @@ class SchedulingQueue:
         self.clock = clock
         self._order = itertools.count()
         self._active: list[tuple[int, float, int, str]] = []
-        self._backoff: list[tuple[float, int, str]] = []
+        # Pods rejected by plugins (podBackoffQ): by expiry window, then as in the active queue.
+        self._backoff: list[tuple[float, int, float, int, str]] = []
+        # Pods that failed with an error (podErrorBackoffQ): by expiry only, never popped early.
+        self._error_backoff: list[tuple[float, int, str]] = []
         self._pods: dict[str, QueuedPod] = {}
         # Where each pod is: "active", "backoff", "unschedulable" or "inflight".
         self._where: dict[str, str] = {}
@@ -138,8 +148,10 @@ class SchedulingQueue:
             self.add(info)
             return
         queued.info = info
-        if self._where.get(info.key) in ("unschedulable", "backoff"):
-            self._activate(queued)
+        # Upstream's Update: a pod in backoff stays there; an unschedulable one goes to
+        # backoff, or active if its backoff is over.
+        if self._where.get(info.key) == "unschedulable":
+            self._move(queued)
 
     def delete(self, key: str) -> None:
         self._pods.pop(key, None)
@@ -163,10 +175,29 @@ class SchedulingQueue:
         self._wakeup.set()
 
     def _to_backoff(self, queued: QueuedPod) -> None:
-        queued.backoff_until = self.clock.monotonic() + _backoff(queued.attempts)
-        self._where[queued.info.key] = "backoff"
-        heapq.heappush(self._backoff, (queued.backoff_until, next(self._order), queued.info.key))
+        """Into the backoff queue (upstream's backoffQueue.add): the error queue if no plugin
+        rejected the pod."""
+        key = queued.info.key
+        queued.backoff_until = _align(queued.added_at + _backoff(queued.attempts))
+        self._where[key] = "backoff"
+        if queued.rejected_by:
+            entry = (queued.backoff_until, -queued.info.priority, queued.added_at)
+            heapq.heappush(self._backoff, (*entry, next(self._order), key))
+        else:
+            heapq.heappush(self._error_backoff, (queued.backoff_until, next(self._order), key))
         self._wakeup.set()
+
+    def _backing_off(self, queued: QueuedPod) -> bool:
+        """``isPodBackingoff``: until the window after the one its backoff expires in."""
+        expiry = _align(queued.added_at + _backoff(queued.attempts))
+        return expiry >= _align(self.clock.monotonic())
+
+    def _in_backoff(self, key: str, expiry: float) -> QueuedPod | None:
+        """The pod of a backoff heap entry, unless the entry is stale."""
+        queued = self._pods.get(key)
+        if queued is None or self._where.get(key) != "backoff":
+            return None
+        return queued if queued.backoff_until == expiry else None
 
     # ---- the scheduling loop's side -----------------------------------------------------------
 
@@ -174,13 +205,11 @@ class SchedulingQueue:
         """The next pod to schedule; waits for one."""
         while True:
             self._flush()
-            while self._active:
-                _, _, _, key = heapq.heappop(self._active)
-                queued = self._pods.get(key)
-                if queued is None or self._where.get(key) != "active":
-                    continue  # deleted or moved since it was pushed
-                self._where[key] = "inflight"
+            queued = self._pop_active() or self._pop_backoff()
+            if queued is not None:
+                self._where[queued.info.key] = "inflight"
                 queued.attempts += 1
+                queued.rejected_by = set()  # as unlockedPop resets UnschedulablePlugins
                 self.scheduling_cycle += 1
                 queued.cycle = self.scheduling_cycle
                 return queued.info
@@ -189,9 +218,33 @@ class SchedulingQueue:
             delay = None if due is None else due - self.clock.monotonic()
             await sleep_or_wake(self.clock, delay, self._wakeup)
 
+    def _pop_active(self) -> QueuedPod | None:
+        while self._active:
+            _, _, _, key = heapq.heappop(self._active)
+            queued = self._pods.get(key)
+            if queued is not None and self._where.get(key) == "active":
+                return queued
+            # else deleted or moved since it was pushed
+        return None
+
+    def _pop_backoff(self) -> QueuedPod | None:
+        """SchedulerPopFromBackoffQ: with the active queue empty, the head of the backoff
+        queue of rejected pods is tried before its backoff is over (``popBackoff``)."""
+        while self._backoff:
+            expiry, _, _, _, key = heapq.heappop(self._backoff)
+            queued = self._in_backoff(key, expiry)
+            if queued is not None:
+                return queued
+        return None
+
     def _next_due(self) -> float | None:
         self._drop_stale_parked()
-        candidates = [self._backoff[0][0]] if self._backoff else []
+        # Backoff completes when the window after the expiry's begins.
+        candidates = [
+            heap[0][0] + BACKOFF_ORDERING_WINDOW
+            for heap in (self._backoff, self._error_backoff)
+            if heap
+        ]
         if self._parked:
             candidates.append(self._parked[0][0] + MAX_IN_UNSCHEDULABLE)
         return min(candidates) if candidates else None
@@ -210,14 +263,14 @@ class SchedulingQueue:
 
     def _flush(self) -> None:
         now = self.clock.monotonic()
-        while self._backoff and self._backoff[0][0] <= now:
-            _, _, key = heapq.heappop(self._backoff)
-            queued = self._pods.get(key)
-            if (
-                queued is not None
-                and self._where.get(key) == "backoff"
-                and queued.backoff_until <= now
-            ):
+        window = _align(now)
+        while self._backoff and self._backoff[0][0] < window:
+            expiry, _, _, _, key = heapq.heappop(self._backoff)
+            if (queued := self._in_backoff(key, expiry)) is not None:
+                self._activate(queued)
+        while self._error_backoff and self._error_backoff[0][0] < window:
+            expiry, _, key = heapq.heappop(self._error_backoff)
+            if (queued := self._in_backoff(key, expiry)) is not None:
                 self._activate(queued)
         self._drop_stale_parked()
         while self._parked and now - self._parked[0][0] >= MAX_IN_UNSCHEDULABLE:
@@ -236,7 +289,7 @@ class SchedulingQueue:
         queued.rejected_by = set(rejected_by)
         queued.added_at = self.clock.monotonic()
         if self._move_cycle >= queued.cycle:
-            self._to_backoff(queued)  # something changed while it was being scheduled
+            self._move(queued)  # something changed while it was being scheduled
         else:
             self._where[info.key] = "unschedulable"
             heapq.heappush(self._parked, (queued.added_at, next(self._order), info.key))
@@ -244,8 +297,9 @@ class SchedulingQueue:
     def error(self, info: PodInfo) -> None:
         queued = self._pods.get(info.key)
         if queued is None:
-            queued = QueuedPod(info, added_at=self.clock.monotonic(), attempts=1)
+            queued = QueuedPod(info, attempts=1)
             self._pods[info.key] = queued
+        queued.added_at = self.clock.monotonic()
         self._to_backoff(queued)
 
     # ---- cluster events -------------------------------------------------------------------
@@ -264,15 +318,16 @@ class SchedulingQueue:
 
     def _move(self, queued: QueuedPod) -> None:
         """Out of unschedulable: to backoff if its backoff since the failure has not passed."""
-        until = queued.added_at + _backoff(queued.attempts)
-        if self.clock.monotonic() < until:
-            queued.backoff_until = until
-            self._where[queued.info.key] = "backoff"
-            heapq.heappush(self._backoff, (until, next(self._order), queued.info.key))
-            self._wakeup.set()
+        if self._backing_off(queued):
+            self._to_backoff(queued)
         else:
             self._activate(queued)
 
 
 def _backoff(attempts: int) -> float:
     return float(min(INITIAL_BACKOFF * 2.0 ** max(attempts - 1, 0), MAX_BACKOFF))
+
+
+def _align(instant: float) -> float:
+    """``alignToWindow``: the start of the ordering window ``instant`` falls in."""
+    return math.floor(instant / BACKOFF_ORDERING_WINDOW) * BACKOFF_ORDERING_WINDOW
