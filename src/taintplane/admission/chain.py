@@ -21,11 +21,16 @@ __all__ = [
 
 
 class Forbidden(Exception):
-    """A plugin's refusal; ``reason`` is the text after ``is forbidden:``."""
+    """A plugin's refusal; ``reason`` is the text after ``is forbidden:``.
 
-    def __init__(self, reason: str) -> None:
+    Without ``name`` the server names the object as upstream's ``admission.NewForbidden``
+    does (its name, else its generateName); a plugin that calls ``errors.NewForbidden`` with
+    the pod's name upstream passes that name as it stands (empty before name generation)."""
+
+    def __init__(self, reason: str, *, name: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.name = name
 
 
 class NotFound(Exception):
@@ -105,8 +110,16 @@ class Chain:
         return [plugin.name for plugin in self.plugins]
 
     async def admit(self, attributes: Attributes) -> None:
+        await self.mutate(attributes)
+        await self.validate(attributes)
+
+    async def mutate(self, attributes: Attributes) -> None:
+        """The mutating phase (the API server runs it before name generation)."""
         for plugin in self.plugins:
             await plugin.admit(attributes)
+
+    async def validate(self, attributes: Attributes) -> None:
+        """The validating phase (after the strategy's own validation)."""
         for plugin in self.plugins:
             validate = getattr(plugin, "validate", None)
             if validate is not None:

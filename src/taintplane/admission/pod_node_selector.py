@@ -73,6 +73,12 @@ def load_configuration(obj: Mapping[str, Any] | None) -> dict[str, str]:
     return selectors
 
 
+def _pod_name(pod: dict[str, Any]) -> str:
+    """Upstream refuses with errors.NewForbidden and pod.Name, not admission.NewForbidden: no
+    fallback to generateName, so an unnamed pod is refused as ``pods is forbidden: ...``."""
+    return str((pod.get("metadata") or {}).get("name") or "")
+
+
 class PodNodeSelector:
     name = PLUGIN_NAME
 
@@ -97,7 +103,7 @@ class PodNodeSelector:
         namespace_selector = await self._namespace_selector(attributes.namespace)
         pod_selector = dict(spec.get("nodeSelector") or {})
         if conflicts(namespace_selector, pod_selector):
-            raise Forbidden(CONFLICT_MESSAGE)
+            raise Forbidden(CONFLICT_MESSAGE, name=_pod_name(pod))
         merged = merge(namespace_selector, pod_selector)
         if merged:
             spec["nodeSelector"] = merged
@@ -112,10 +118,10 @@ class PodNodeSelector:
         assert pod is not None
         pod_selector = dict((pod.get("spec") or {}).get("nodeSelector") or {})
         if conflicts(await self._namespace_selector(attributes.namespace), pod_selector):
-            raise Forbidden(CONFLICT_MESSAGE)
+            raise Forbidden(CONFLICT_MESSAGE, name=_pod_name(pod))
         whitelist = _parse(self.cluster_node_selectors.get(attributes.namespace, ""))
         if not are_labels_in_whitelist(pod_selector, whitelist):
-            raise Forbidden(WHITELIST_MESSAGE)
+            raise Forbidden(WHITELIST_MESSAGE, name=_pod_name(pod))
 
     async def _namespace_selector(self, namespace: str) -> dict[str, str]:
         """``getNodeSelectorMap``: the annotation if present, else the cluster default."""

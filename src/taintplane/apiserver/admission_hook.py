@@ -1,9 +1,10 @@
 """Connects the admission chain to the registry: lookups read through it (cluster-scoped
-lists cached); refusals become 403 Forbidden statuses, plain errors 500s as upstream."""
+lists cached); the mutating and validating phases are the registry's two hooks; refusals
+become 403 Forbidden statuses, plain errors 500s as upstream."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from taintplane.admission import Attributes, Chain, Forbidden, NotFound, Rejected
@@ -18,7 +19,7 @@ from taintplane.admission.runtime_class import RuntimeClass
 from taintplane.admission.taint_nodes_by_condition import TaintNodesByCondition
 from taintplane.api.scheme import ResourceType, Scheme
 from taintplane.apiserver.auth.guard import CURRENT_USER
-from taintplane.apiserver.registry import Registry
+from taintplane.apiserver.registry import Admit, Registry
 from taintplane.apiserver.status import APIError
 
 __all__ = ["RegistryLookup", "create_system_priority_classes", "install_admission"]
@@ -76,32 +77,51 @@ def install_admission(
         )
     )
 
-    async def admit(
-        operation: str,
-        resource: ResourceType,
-        namespace: str,
-        obj: dict[str, Any] | None,
-        old: dict[str, Any] | None,
-        subresource: str = "",
-    ) -> None:
-        try:
-            await chain.admit(
-                Attributes(
-                    operation, resource, namespace, obj, old, subresource, CURRENT_USER.get()
-                )
-            )
-        except Forbidden as refusal:
-            name = str(((obj or old or {}).get("metadata") or {}).get("name") or "")
-            raise APIError.forbidden(resource, name, refusal.reason) from refusal
-        except NotFound as missing:
-            raise APIError.not_found(missing.plural, missing.name) from missing
-        except Rejected as refusal:
-            # A plain error upstream: ErrorToAPIStatus makes it a 500 with no reason.
-            status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
-            raise APIError({**status, "message": refusal.message, "code": 500}) from refusal
+    def phase(run: Callable[[Attributes], Awaitable[None]]) -> Admit:
+        async def hook(
+            operation: str,
+            resource: ResourceType,
+            namespace: str,
+            obj: dict[str, Any] | None,
+            old: dict[str, Any] | None,
+            subresource: str = "",
+        ) -> None:
+            user = CURRENT_USER.get()
+            try:
+                await run(Attributes(operation, resource, namespace, obj, old, subresource, user))
+            except Forbidden as refusal:
+                name = refusal.name
+                if name is None:
+                    name = _admission_name(obj or old)
+                raise _forbidden(resource, name, refusal.reason) from refusal
+            except NotFound as missing:
+                raise APIError.not_found(missing.plural, missing.name) from missing
+            except Rejected as refusal:
+                # A plain error upstream: ErrorToAPIStatus makes it a 500 with no reason.
+                status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+                raise APIError({**status, "message": refusal.message, "code": 500}) from refusal
 
-    registry.admit = admit
+        return hook
+
+    registry.admit = phase(chain.mutate)
+    registry.validate_admission = phase(chain.validate)
     return chain
+
+
+def _admission_name(obj: dict[str, Any] | None) -> str:
+    """The name admission.NewForbidden reports: the object's, else its generateName (a
+    mutating plugin runs before the name is generated)."""
+    metadata = (obj or {}).get("metadata") or {}
+    return str(metadata.get("name") or metadata.get("generateName") or "")
+
+
+def _forbidden(resource: ResourceType, name: str, reason: str) -> APIError:
+    if name:
+        return APIError.forbidden(resource, name, reason)
+    # errors.NewForbidden without a name: "<resource> is forbidden: ..." and details.name "".
+    unnamed = APIError.forbidden(resource, "", reason)
+    unnamed.status["message"] = f"{resource.group_resource} is forbidden: {reason}"
+    return unnamed
 
 
 async def create_system_priority_classes(registry: Registry, scheme: Scheme) -> None:

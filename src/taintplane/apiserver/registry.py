@@ -50,8 +50,8 @@ _SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGrac
 #: reading the OS's randomness per object (uuid4, secrets) was 5 % of a create on this host.
 _UNIQUE = random.Random(os.urandom(32))
 
-#: An admission hook: (operation, resource, namespace, new object or None, old or None,
-#: subresource or "").
+#: An admission hook, one per phase: (operation, resource, namespace, new object or None,
+#: old or None, subresource or "").
 Admit = Callable[
     [str, ResourceType, str, dict[str, Any] | None, dict[str, Any] | None, str], Awaitable[None]
 ]
@@ -75,9 +75,12 @@ class Registry(RegistryReads):
         features: FeatureGates | None = None,
         scheme: Scheme = SCHEME,
         admit: Admit = _admit_nothing,
+        validate_admission: Admit = _admit_nothing,
     ) -> None:
         super().__init__(store, clock, features, scheme)
+        #: Admission's mutating phase, then its validating phase (after the strategy's checks).
         self.admit = admit
+        self.validate_admission = validate_admission
 
     # ---- create ----------------------------------------------------------------------------
 
@@ -102,25 +105,31 @@ class Registry(RegistryReads):
                     "the request"
                 )
             metadata["namespace"] = namespace
-        generated = not metadata.get("name") and bool(metadata.get("generateName"))
-        if generated:
-            metadata["name"] = _generate_name(str(metadata["generateName"]))
         if metadata.get("resourceVersion"):
             raise APIError.bad_request("resourceVersion should not be set on objects to be created")
-        name = str(metadata.get("name") or "")
         strategy = self.strategy(resource)
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             metadata.pop(field, None)
         metadata.pop("managedFields", None)  # the server records who set what
-        metadata["uid"] = str(uuid.UUID(int=_UNIQUE.getrandbits(128), version=4))
-        metadata["creationTimestamp"] = format_time(self.clock.now())
         obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
         run_strategy(resource, lambda: strategy.default(obj))
-        strategy.prepare_for_create(obj)
         if resource.namespaced:
-            await self._check_namespace_open(resource, namespace, name)
+            requested = metadata.get("name") or metadata.get("generateName") or ""
+            await self._check_namespace_open(resource, namespace, str(requested))
+        # Upstream's order: mutating admission in the create handler, then the store's Create
+        # (system fields, the generated name, BeforeCreate: PrepareForCreate and the strategy's
+        # validation), then validating admission on the finished object. So a mutating
+        # plugin's refusal of a generateName object names the prefix.
         await self.admit("CREATE", resource, namespace, obj, None, "")
+        metadata["uid"] = str(uuid.UUID(int=_UNIQUE.getrandbits(128), version=4))
+        metadata["creationTimestamp"] = format_time(self.clock.now())
+        generated = not metadata.get("name") and bool(metadata.get("generateName"))
+        if generated:
+            metadata["name"] = _generate_name(str(metadata["generateName"]))
+        name = str(metadata.get("name") or "")
+        strategy.prepare_for_create(obj)
         validate(resource, name, lambda: strategy.validate(obj))
+        await self.validate_admission("CREATE", resource, namespace, obj, None, "")
         self._record_fields(resource, obj, None, manager, apply, "")
         if dry_run:
             return obj
@@ -265,6 +274,7 @@ class Registry(RegistryReads):
             check = strategy.validate_update
         await self.admit("UPDATE", resource, namespace, new, old, subresource)
         validate(resource, name, lambda: check(new, old))
+        await self.validate_admission("UPDATE", resource, namespace, new, old, subresource)
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
         # A client cannot write managedFields: the server records who set what.
         if "managedFields" in old_meta:
@@ -369,6 +379,7 @@ class Registry(RegistryReads):
                 f"{metadata['resourceVersion']}",
             )
         await self.admit("DELETE", resource, namespace, None, obj, "")
+        await self.validate_admission("DELETE", resource, namespace, None, obj, "")
         grace = self.strategy(resource).grace_period_seconds(obj, grace_period)
         was_deleting = bool(metadata.get("deletionTimestamp"))
         gc_finalizer = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}.get(
