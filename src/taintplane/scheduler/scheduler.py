@@ -426,6 +426,10 @@ class Scheduler:
             "reason": "Unschedulable",
             "message": message,
         }
+        generation = pod.pod["metadata"].get("generation")
+        if isinstance(generation, int):
+            # PodObservedGenerationTracking (GA in 1.35): CalculatePodConditionObservedGeneration.
+            condition["observedGeneration"] = generation
         current = next(
             (
                 c
@@ -434,7 +438,12 @@ class Scheduler:
             ),
             None,
         )
-        if current is None or current.get("message") != message or current.get("status") != "False":
+        if current is not None and current.get("status") == "False":
+            # UpdatePodCondition keeps the transition time while the status stays the same
+            # (from SchedulingGated, say).
+            condition["lastTransitionTime"] = current.get("lastTransitionTime")
+        fields = ("status", "reason", "message", "observedGeneration")
+        if current is None or any(current.get(f) != condition.get(f) for f in fields):
             try:
                 await self.client.patch(
                     PODS,
