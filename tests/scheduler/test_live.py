@@ -63,7 +63,9 @@ def test_pending_pod_is_bound_as_soon_as_its_taint_goes(api):
     ).json()["items"]
     assert [e["message"] for e in events] == [condition(failed)["message"]]
     assert events[0]["type"] == "Warning"
-    assert events[0]["source"] == {"component": "default-scheduler"}
+    # Recorded through events.k8s.io/v1: no source, the reporting controller instead.
+    assert events[0]["source"] == {}
+    assert events[0]["reportingComponent"] == "default-scheduler"
 
     api.patch("/api/v1/nodes/only", json={"spec": {"taints": None}}, headers=MERGE)
     bound = wait_for_pod(api, "waiting", lambda p: p["spec"].get("nodeName"))

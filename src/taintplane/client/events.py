@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from taintplane.api.decoding import format_time
+from taintplane.api.scheme import ResourceType
 from taintplane.client.client import ApiError, Client, resource
 from taintplane.client.event_correlator import EventCorrelator
 from taintplane.clock import Clock
@@ -104,8 +105,11 @@ class EventRecorder:
         *,
         max_queued: int = MAX_QUEUED_EVENTS,
         writers: int = WRITERS,
+        events: ResourceType = EVENTS,
     ) -> None:
         self.client = client
+        #: Where Events are written: core/v1, or events.k8s.io/v1 for the events library.
+        self.events = events
         self.clock = clock
         self.source = {"component": component, **({"host": host} if host else {})}
         self.max_queued = max_queued
@@ -154,12 +158,14 @@ class EventRecorder:
         if correlated is not None:
             self._enqueue(_Write(namespace, correlated.event, correlated.patch))
 
-    def emit(self, namespace: str, event: dict[str, Any]) -> None:
+    def emit(
+        self, namespace: str, event: dict[str, Any], patch: dict[str, Any] | None = None
+    ) -> None:
         """Queue a prepared Event for ``namespace`` (or drop it when the queue is full), as it
-        is: not correlated, as the scheduler's events.k8s.io recorder upstream has no
-        EventCorrelator (it counts repeats as a series of its own)."""
+        is: not correlated. With ``patch``, a patch of the Event of that name (created whole
+        when it is gone), as the events library writes a series."""
         if not self._full(event):
-            self._enqueue(_Write(namespace, event))
+            self._enqueue(_Write(namespace, event, patch))
 
     def _full(self, event: dict[str, Any]) -> bool:
         if len(self._queue) < self.max_queued:
@@ -170,7 +176,7 @@ class EventRecorder:
                 "Unable to record event: too many queued events, dropped event "
                 "%s %s (%d dropped so far)",
                 event.get("reason"),
-                (event.get("involvedObject") or {}).get("name"),
+                (event.get("involvedObject") or event.get("regarding") or {}).get("name"),
                 self.dropped,
             )
         return True
@@ -218,7 +224,7 @@ class EventRecorder:
             if write.patch is not None:
                 try:
                     await self.client.patch(
-                        EVENTS,
+                        self.events,
                         event["metadata"]["name"],
                         write.patch,
                         namespace=write.namespace,
@@ -229,7 +235,7 @@ class EventRecorder:
                     if error.code != 404:
                         raise
                     # The Event expired or was deleted: create it anew, under the same name.
-            await self.client.create(EVENTS, event, namespace=write.namespace)
+            await self.client.create(self.events, event, namespace=write.namespace)
         except ApiError as error:
             log.debug("event %s not recorded: %s", event.get("reason"), error)
         except Exception as error:  # the connection or the client is gone

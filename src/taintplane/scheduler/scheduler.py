@@ -14,10 +14,10 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from taintplane.api.decoding import format_micro_time, format_time
+from taintplane.api.decoding import format_time
 from taintplane.api.features import FeatureGates
 from taintplane.client import ApiError, Client, Informer, resource
-from taintplane.client.events import EventRecorder, event_name
+from taintplane.client.event_series import NOTE_LENGTH_LIMIT, SeriesEventRecorder
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
 from taintplane.scheduler.cycle import Decision, Placement, nodes_to_find
@@ -120,7 +120,9 @@ class Scheduler:
         self.queue = SchedulingQueue(clock)
         self._assumed: dict[str, str] = {}  # pod key -> node, until the binding is seen
         self._placed: dict[str, str] = {}  # pod key -> the node whose accounting holds it
-        self.recorder = EventRecorder(client, clock, scheduler_name)
+        self.recorder = SeriesEventRecorder(
+            client, clock, scheduler_name, f"{scheduler_name}-taintplane"
+        )
         self._bindings: set[asyncio.Task[None]] = set()
         # Bindings in flight at once (upstream binds in goroutines under client rate limits):
         # enough to keep the API busy, few enough that a burst does not pile up thousands of
@@ -165,6 +167,7 @@ class Scheduler:
 
     async def run(self) -> None:
         self.informers.start()
+        recording = asyncio.create_task(self.recorder.run())
         try:
             await self.node_informer.synced.wait()
             await self.pod_informer.synced.wait()
@@ -174,9 +177,10 @@ class Scheduler:
                 pod = await self.queue.pop()
                 await self.schedule_one(pod)
         finally:
+            recording.cancel()
             for task in self._bindings:
                 task.cancel()
-            await asyncio.gather(*self._bindings, return_exceptions=True)
+            await asyncio.gather(recording, *self._bindings, return_exceptions=True)
             if self._own_informers:
                 await self.informers.stop()
 
@@ -459,37 +463,11 @@ class Scheduler:
         self._event(pod, "Warning", "FailedScheduling", "Scheduling", message)
 
     def _event(self, pod: PodInfo, kind: str, reason: str, action: str, note: str) -> None:
-        now = self.clock.now()
-        # Written as core/v1 (the storage version; events.k8s.io/v1 readers see the same).
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": event_name(pod.name, now),
-                "namespace": pod.namespace,
-            },
-            "eventTime": format_micro_time(now),
-            "reportingComponent": self.name,
-            "reportingInstance": f"{self.name}-taintplane",
-            "action": action,
-            "reason": reason,
-            "type": kind,
-            "message": note[:1024],
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "namespace": pod.namespace,
-                "name": pod.name,
-                "uid": pod.pod["metadata"].get("uid"),
-                "resourceVersion": pod.pod["metadata"].get("resourceVersion"),
-            },
-            "source": {"component": self.name},
-            "firstTimestamp": format_time(now),
-            "lastTimestamp": format_time(now),
-            "count": 1,
-        }
-        # Never waits (client-go's events library queues and drops when overloaded).
-        self.recorder.emit(pod.namespace, event)
+        # Through the events library, as kube-scheduler records (never waits; repeats make a
+        # series). truncateMessage: a note over events.k8s.io's 1 kB is cut and ends " ...".
+        if len(note) > NOTE_LENGTH_LIMIT:
+            note = note[: NOTE_LENGTH_LIMIT - 4] + " ..."
+        self.recorder.eventf(_pod_reference(pod), None, kind, reason, action, note)
 
     def decide(self, pod: PodInfo, *, explain: bool = False) -> Decision:
         return self.placement.decide(pod, explain=explain)
@@ -497,6 +475,20 @@ class Scheduler:
     def explain(self, pod: dict[str, Any]) -> Decision:
         """Every node's verdict and the scores, for ``taintplane explain``."""
         return self.placement.decide(PodInfo.of(pod), explain=True)
+
+
+def _pod_reference(pod: PodInfo) -> dict[str, Any]:
+    """reference.GetReference of the pod as the scheduler holds it (its resourceVersion too)."""
+    meta = pod.pod["metadata"]
+    ref = {
+        "kind": "Pod",
+        "namespace": pod.namespace,
+        "name": pod.name,
+        "uid": meta.get("uid"),
+        "apiVersion": "v1",
+        "resourceVersion": meta.get("resourceVersion"),
+    }
+    return {k: v for k, v in ref.items() if v}
 
 
 def _claim_statuses(pod: dict[str, Any]) -> Any:

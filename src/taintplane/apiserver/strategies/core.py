@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -69,6 +70,28 @@ class NamespaceStrategy(Strategy):
 
 class EventStrategy(Strategy):
     has_spec = False
+
+    #: What Kubernetes writes for an Event's fields left empty: Go's JSON has no omitempty
+    #: for structs and prints a zero Time as null, so an Event recorded through
+    #: events.k8s.io/v1 (no deprecated fields) reads ``source: {}``, ``firstTimestamp:
+    #: null``, ``lastTimestamp: null`` in core/v1 (``deprecatedSource: {}``, … in
+    #: events.k8s.io/v1), and one from the core/v1 recorder reads ``eventTime: null``. An
+    #: empty count is left out (omitempty on an int).
+    ZERO_VALUES: Mapping[str, Any] = {
+        "involvedObject": {},
+        "source": {},
+        "firstTimestamp": None,
+        "lastTimestamp": None,
+        "eventTime": None,
+        "reportingComponent": "",
+        "reportingInstance": "",
+    }
+
+    def default(self, obj: dict[str, Any]) -> None:
+        super().default(obj)
+        for field, zero in self.ZERO_VALUES.items():
+            if obj.get(field) is None:
+                obj[field] = copy.copy(zero)
 
     def field_values(self, obj: Mapping[str, Any]) -> dict[str, str]:
         fields = super().field_values(obj)
