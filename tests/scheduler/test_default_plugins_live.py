@@ -53,3 +53,27 @@ def test_two_pods_on_one_host_port_of_one_node(api):
         "1 No preemption victims found for incoming pod, 2 Preemption is not helpful for "
         "scheduling."
     )
+
+
+def by_name(*values):
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": list(values)}]}
+    required = {"nodeSelectorTerms": [term]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+
+
+def test_node_names_in_match_fields_are_the_only_candidates(api):
+    api.post(PODS, json=make_pod("named-b", affinity=by_name("b-1")))
+    api.post(PODS, json=make_pod("named-nope", affinity=by_name("nope")))
+    api.post(PODS, json=make_pod("named-a", affinity=by_name("a-2", "b-1")))
+    not_helpful = (
+        "no new claims to deallocate, preemption: 0/3 nodes are available: "
+        "3 Preemption is not helpful for scheduling."
+    )
+    assert failure(api, "named-b") == (
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
+        "2 node(s) didn't satisfy plugin(s) [NodeAffinity]. " + not_helpful
+    )
+    assert failure(api, "named-nope") == (
+        "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]. " + not_helpful
+    )
+    assert bound(api, "named-a") == "a-2"

@@ -135,6 +135,9 @@ async def explain_pod(client: Client, name: str, namespace: str) -> dict[str, An
     statuses = decision.diagnosis.node_statuses if decision.diagnosis else {}
     for node in view.placement.node_order():
         status = statuses.get(node.name)
+        if status is None and decision.diagnosis and node.name not in decision.feasible:
+            # Not filtered at all: a PreFilter rejected the pod, or named other nodes.
+            status = decision.diagnosis.absent_status
         if status is None:
             scores = {
                 plugin: per_node[node.name] for plugin, per_node in (decision.scores or {}).items()

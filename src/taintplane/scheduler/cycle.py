@@ -21,6 +21,7 @@ import numpy as np
 
 from taintplane.scheduler.diagnosis import NO_NODES_AVAILABLE, Diagnosis, fit_error_message
 from taintplane.scheduler.framework import (
+    Code,
     CycleState,
     Framework,
     NodeToStatus,
@@ -57,6 +58,7 @@ class Decision:
     nominated: str = ""  # preemption: the node room is being made on
     victims: Sequence[PodInfo] = ()
     state: CycleState | None = None  # the cycle's state, for Reserve and PreBind
+    feasible: tuple[str, ...] = ()  # the nodes that passed the filters (when explaining)
 
 
 class Placement:
@@ -119,6 +121,7 @@ class Placement:
                 absent_status=rejected,
                 pre_filter_message=rejected.message,
                 pre_filter_plugin=rejected.plugin,
+                narrowed_by=frozenset(state.narrowed_by),
             )
             return self._post_filter(state, pod, nodes, diagnosis)
         decision = self._decide_filtered(state, pod, nodes, explain)
@@ -131,7 +134,7 @@ class Placement:
         reserved = self._nominated_for(pod)
         if reserved:
             state.data[NOMINATED_KEY] = reserved
-        elif not explain:
+        elif not explain and state.node_names is None:
             fast = self._decide_in_bulk(state, pod, nodes)
             if fast is not None:
                 return fast
@@ -202,13 +205,21 @@ class Placement:
     def _decide_node_by_node(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], explain: bool
     ) -> Decision:
-        want = len(nodes) if explain else nodes_to_find(len(nodes), self.percentage)
+        # Only the nodes PreFilter results named (findNodesThatFitPod); the others are absent
+        # from the diagnosis and read as rejected by those plugins.
+        absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        candidates = nodes
+        if state.node_names is not None:
+            candidates = [node for node in nodes if node.name in state.node_names]
+            plugins = ", ".join(sorted(state.narrowed_by))
+            absent = Status.unresolvable(state.narrowed_message()).with_plugin(plugins)
+        want = len(candidates) if explain else nodes_to_find(len(candidates), self.percentage)
         feasible: list[NodeInfo] = []
         statuses: dict[str, Status] = {}
-        start = 0 if explain else self._next_start % len(nodes)
+        start = 0 if explain or not candidates else self._next_start % len(candidates)
         processed = 0
-        for offset in range(len(nodes)):
-            node = nodes[(start + offset) % len(nodes)]
+        for offset in range(len(candidates)):
+            node = candidates[(start + offset) % len(candidates)]
             processed += 1
             status = self._filter(state, pod, node)
             if status is None:
@@ -218,9 +229,12 @@ class Placement:
             else:
                 statuses[node.name] = status
         if not explain:
-            self._next_start = (start + processed) % len(nodes)
+            self._next_start = (self._next_start + processed) % len(nodes)
+        diagnosis = Diagnosis(
+            len(nodes), statuses, absent_status=absent, narrowed_by=frozenset(state.narrowed_by)
+        )
         if not feasible:
-            return self._post_filter(state, pod, nodes, Diagnosis(len(nodes), statuses))
+            return self._post_filter(state, pod, nodes, diagnosis)
         if len(feasible) == 1 and not explain:
             return Decision(node=feasible[0].name)
         self.framework.run_pre_score(state, pod, feasible)
@@ -229,7 +243,10 @@ class Placement:
             node.name: sum(plugin[node.name] for plugin in scores.values()) for node in feasible
         }
         return Decision(
-            node=self._select(totals), scores=scores, diagnosis=Diagnosis(len(nodes), statuses)
+            node=self._select(totals),
+            scores=scores,
+            diagnosis=diagnosis,
+            feasible=tuple(node.name for node in feasible),
         )
 
     def _post_filter(

@@ -35,13 +35,15 @@ class Diagnosis:
     pre_filter_message: str = ""
     post_filter_message: str = ""
     pre_filter_plugin: str = ""
+    #: PreFilter plugins that named the only candidate nodes (the others are absent).
+    narrowed_by: frozenset[str] = frozenset()
 
     @property
     def unschedulable_plugins(self) -> set[str]:
         plugins = {s.plugin for s in self.node_statuses.values() if s.plugin}
         if self.pre_filter_plugin:
             plugins.add(self.pre_filter_plugin)
-        return plugins
+        return plugins | self.narrowed_by
 
 
 def fit_error_message(diagnosis: Diagnosis) -> str:

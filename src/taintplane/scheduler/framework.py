@@ -11,9 +11,11 @@ does with a pod that failed:
 * ``ERROR`` — an internal failure; the pod is retried with backoff.
 * ``SKIP`` — a PreFilter/PreScore says the plugin has nothing to do for this pod.
 
-Filters return ``None`` for success, as a nil Status is success upstream. PostFilter plugins
-(DynamicResources, then DefaultPreemption) run when a PreFilter or every node's Filter
-rejected the pod; they return a :class:`Status` always, as upstream's.
+Filters return ``None`` for success, as a nil Status is success upstream. A PreFilter may
+instead return a :class:`PreFilterResult`: the only nodes worth filtering (the results of all
+PreFilters intersect; the other nodes are rejected as UnschedulableAndUnresolvable).
+PostFilter plugins (DynamicResources, then DefaultPreemption) run when a PreFilter or every
+node's Filter rejected the pod; they return a :class:`Status` always, as upstream's.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "PostFilterResult",
     "PreBindPlugin",
     "PreFilterPlugin",
+    "PreFilterResult",
     "PreScorePlugin",
     "Registry",
     "ReservePlugin",
@@ -94,6 +97,21 @@ class CycleState:
     data: dict[str, Any] = field(default_factory=dict)
     skip_filter: set[str] = field(default_factory=set)
     skip_score: set[str] = field(default_factory=set)
+    #: The merged PreFilterResult: the only candidate nodes (``None``: all nodes).
+    node_names: frozenset[str] | None = None
+    #: The PreFilter plugins that narrowed ``node_names`` (upstream's pluginsWithNodes).
+    narrowed_by: set[str] = field(default_factory=set)
+
+    def narrowed_message(self) -> str:
+        """The absent nodes' reason when PreFilters named the only candidates."""
+        return f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(self.narrowed_by))}]"
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """``PreFilterResult``: the names of the only nodes that can fit the pod."""
+
+    node_names: frozenset[str]
 
 
 class Plugin(Protocol):
@@ -141,7 +159,7 @@ class PreFilterPlugin(Protocol):
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
-    ) -> Status | None: ...
+    ) -> Status | PreFilterResult | None: ...
 
 
 @runtime_checkable
@@ -194,6 +212,15 @@ class PreBindPlugin(Protocol):
     name: str
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None: ...
+
+
+def _no_node_satisfies(plugins: set[str]) -> Status:
+    ordered = sorted(plugins)
+    if len(ordered) == 1:
+        message = f"node(s) didn't satisfy plugin {ordered[0]}"
+    else:
+        message = f"node(s) didn't satisfy plugin(s) [{' '.join(ordered)}] simultaneously"
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,), ordered[0])
 
 
 def default_normalize(scores: dict[str, int], *, reverse: bool) -> None:
@@ -256,9 +283,18 @@ class Framework:
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> Status | None:
+        """``RunPreFilterPlugins``: the first rejection; node-name results are intersected into
+        ``state.node_names``, and an empty intersection rejects the pod."""
         for plugin in self.pre_filters:
             status = plugin.pre_filter(state, pod, nodes)
             if status is None:
+                continue
+            if isinstance(status, PreFilterResult):
+                state.narrowed_by.add(plugin.name)
+                names = status.node_names
+                state.node_names = names if state.node_names is None else state.node_names & names
+                if not state.node_names:
+                    return _no_node_satisfies(state.narrowed_by)
                 continue
             if status.code is Code.SKIP:
                 state.skip_filter.add(plugin.name)

@@ -3,11 +3,16 @@
 Required terms are ORed, the expressions and fields within a term ANDed; a term with neither
 matches nothing. Operators: In, NotIn, Exists, DoesNotExist, Gt, Lt (integers). Fields:
 ``metadata.name`` with In/NotIn.
+
+PreFilter skips pods with neither nodeSelector nor required node affinity, and when every
+required term names nodes (``matchFields metadata.name In``), returns those names as the only
+candidates (the framework leaves the other nodes out); terms whose names cannot meet reject
+the pod with ``pod affinity terms conflict``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,8 +20,11 @@ import numpy.typing as npt
 
 from taintplane.api import nodeaffinity
 from taintplane.scheduler.framework import (
+    Code,
     CycleState,
     FilterPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
     ScorePlugin,
     Status,
     default_normalize,
@@ -26,9 +34,11 @@ from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
 from taintplane.scheduler.table import NodeTable
 
-__all__ = ["ERR_REASON_POD", "NodeAffinity", "term_matches"]
+__all__ = ["ERR_REASON_CONFLICT", "ERR_REASON_POD", "NodeAffinity", "term_matches"]
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_CONFLICT = "pod affinity terms conflict"
+_OBJECT_NAME_FIELD = "metadata.name"
 
 
 def term_matches(term: Mapping[str, Any], node: NodeInfo) -> bool:
@@ -43,6 +53,33 @@ def _node_affinity(pod: PodInfo) -> Mapping[str, Any]:
 class NodeAffinity:
     name = names.NODE_AFFINITY
     reverse = False
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status | PreFilterResult | None:
+        required = _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
+        if required is None and (pod.pod.get("spec") or {}).get("nodeSelector") is None:
+            return Status(Code.SKIP)
+        terms = (required or {}).get("nodeSelectorTerms") or []
+        if not terms:
+            return None
+        names: set[str] = set()
+        for term in terms:
+            term_names: set[str] | None = None
+            for requirement in term.get("matchFields") or []:
+                if (
+                    requirement.get("key") == _OBJECT_NAME_FIELD
+                    and requirement.get("operator") == "In"
+                ):
+                    values = {str(v) for v in requirement.get("values") or []}
+                    # Requirements within a term are ANDed.
+                    term_names = values if term_names is None else term_names & values
+            if term_names is None:
+                return None  # a term open to every node: terms are ORed
+            names |= term_names
+        if not names:
+            return Status.unresolvable(ERR_REASON_CONFLICT)
+        return PreFilterResult(frozenset(names))
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         spec = pod.pod.get("spec") or {}
@@ -80,4 +117,8 @@ class NodeAffinity:
         return normalize_array(raw, reverse=False)
 
 
-_checks: tuple[type[FilterPlugin], type[ScorePlugin]] = (NodeAffinity, NodeAffinity)
+_checks: tuple[type[PreFilterPlugin], type[FilterPlugin], type[ScorePlugin]] = (
+    NodeAffinity,
+    NodeAffinity,
+    NodeAffinity,
+)
