@@ -18,12 +18,12 @@ Upstream refuses with a plain error, not a Status: the API server answers 500 wi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from taintplane.admission.chain import Attributes, Lookup, Rejected
+from taintplane.api import gojson
 from taintplane.api.decoding import DecodeError
 from taintplane.api.field import Path
 from taintplane.api.quantity import QuantityError, parse_quantity
@@ -188,10 +188,23 @@ class PodTolerationRestriction:
         if not text:
             return []
         try:
-            items = json.loads(text)
-            return parse_tolerations(items, Path.root("tolerations"))
+            return parse_tolerations(_unmarshal_tolerations(text), Path.root("tolerations"))
         except (ValueError, DecodeError) as error:
             raise Rejected(str(error)) from error
+
+
+def _unmarshal_tolerations(text: str) -> list[Any]:
+    """``json.Unmarshal`` into ``[]v1.Toleration``, with Go's error texts (upstream returns
+    them as they stand): syntax errors first, then a value of the wrong JSON type."""
+    items = gojson.loads(text)
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise gojson.cannot_unmarshal(items, "[]v1.Toleration")
+    for item in items:
+        if item is not None and not isinstance(item, dict):
+            raise gojson.cannot_unmarshal(item, "v1.Toleration")
+    return [item or {} for item in items]
 
 
 def _pod_tolerations(spec: Mapping[str, Any]) -> Sequence[Toleration]:
