@@ -56,9 +56,7 @@ def _recording(tmp_path, scenario):
     async def main():
         clock = VirtualClock(T0)
         store, server, client = await _server(tmp_path, clock)
-        recorder = SeriesEventRecorder(
-            client, clock, "default-scheduler", "default-scheduler-host"
-        )
+        recorder = SeriesEventRecorder(client, clock, "default-scheduler", "default-scheduler-host")
         loops = asyncio.create_task(recorder.run())
         try:
             await scenario(clock, client, recorder)
@@ -161,7 +159,7 @@ def test_repeats_become_a_series_written_on_the_broadcaster_loops(tmp_path):
 
 def test_an_open_series_is_rewritten_every_30_minutes(tmp_path):
     async def scenario(clock, client, recorder):
-        for minute in range(0, 34):
+        for minute in range(34):
             recorder.eventf(POD_REF, None, "Warning", "FailedScheduling", "Scheduling", "n")
             await clock.advance(60 - (1 if minute == 29 else 0))
             if minute == 29:
@@ -193,7 +191,14 @@ def test_isomorphic_means_same_regarding_version_related_type_reason_and_action(
         await recorder.flush()
         events = await _listed(client)
         assert len(events) == 6
-        assert [e.get("series", {}).get("count") for e in events] == [None, 2, None, None, None, None]
+        assert [e.get("series", {}).get("count") for e in events] == [
+            None,
+            2,
+            None,
+            None,
+            None,
+            None,
+        ]
 
     _recording(tmp_path, scenario)
 
@@ -272,3 +277,53 @@ def test_kubectl_describe_shows_a_series_as_one_line(kubectl, cluster):
             "default-scheduler  0/1 nodes are available: 1 node(s) had untolerated taint(s).",
         ]
     ]
+
+
+# ---- related --------------------------------------------------------------------------------
+
+PRIORITY_CLASSES = resource("scheduling.k8s.io", "v1", "priorityclasses")
+
+
+def _reference(pod: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "namespace": "default",
+        "name": pod["metadata"]["name"],
+        "uid": pod["metadata"]["uid"],
+        "apiVersion": "v1",
+        "resourceVersion": pod["metadata"]["resourceVersion"],
+    }
+
+
+def test_preempted_is_related_to_the_preemptor_scheduled_and_failed_to_nothing(tmp_path):
+    """Eventf(victim, preemptor, Normal, "Preempted", "Preempting", ...); Scheduled and
+    FailedScheduling are recorded with a nil related object."""
+
+    async def scenario(sim: Sim) -> None:
+        for name, value in (("low", 10), ("high", 1000)):
+            body = {"metadata": {"name": name}, "value": value}
+            await sim.client.create(PRIORITY_CLASSES, body)
+        await sim.create_node(make_node("n1", cpu="1"))
+        await sim.taint("n1", None)  # the not-ready taint admission gives a new node
+        victim = await sim.create_pod(
+            make_pod("victim", requests={"cpu": "1"}, priorityClassName="low")
+        )
+        await sim.advance(1)
+        preemptor = await sim.create_pod(
+            make_pod("urgent", requests={"cpu": "1"}, priorityClassName="high")
+        )
+        await sim.advance(1)
+        by_reason = {e["reason"]: e for e in await _listed(sim.client)}
+        assert sorted(by_reason) == ["FailedScheduling", "Preempted", "Scheduled"]
+        preempted = by_reason["Preempted"]
+        assert (preempted["action"], preempted["type"]) == ("Preempting", "Normal")
+        assert preempted["note"] == f"Preempted by pod {preemptor['metadata']['uid']} on node n1"
+        assert preempted["regarding"]["name"] == "victim"
+        assert preempted["regarding"]["uid"] == victim["metadata"]["uid"]
+        assert preempted["related"] == _reference(preemptor)
+        core = await sim.client.get(EVENTS, preempted["metadata"]["name"], "default")
+        assert core["related"] == _reference(preemptor)
+        assert "related" not in by_reason["Scheduled"]
+        assert "related" not in by_reason["FailedScheduling"]
+
+    simulate(tmp_path, scenario, components=("scheduler",))

@@ -405,6 +405,7 @@ class Scheduler:
                 "Preempted",
                 "Preempting",
                 f"Preempted by pod {pod.pod['metadata'].get('uid')} on node {node}",
+                related=pod,
             )
         try:
             await self.client.patch(
@@ -462,12 +463,24 @@ class Scheduler:
                     log.info("recording the failure of %s failed: %s", pod.key, error)
         self._event(pod, "Warning", "FailedScheduling", "Scheduling", message)
 
-    def _event(self, pod: PodInfo, kind: str, reason: str, action: str, note: str) -> None:
+    def _event(
+        self,
+        pod: PodInfo,
+        kind: str,
+        reason: str,
+        action: str,
+        note: str,
+        *,
+        related: PodInfo | None = None,
+    ) -> None:
+        """Record about ``pod``; ``related`` is the other pod of the action (the preemptor,
+        for a victim's Preempted), None for Scheduled and FailedScheduling as upstream."""
         # Through the events library, as kube-scheduler records (never waits; repeats make a
         # series). truncateMessage: a note over events.k8s.io's 1 kB is cut and ends " ...".
         if len(note) > NOTE_LENGTH_LIMIT:
             note = note[: NOTE_LENGTH_LIMIT - 4] + " ..."
-        self.recorder.eventf(_pod_reference(pod), None, kind, reason, action, note)
+        reference = _pod_reference(related) if related is not None else None
+        self.recorder.eventf(_pod_reference(pod), reference, kind, reason, action, note)
 
     def decide(self, pod: PodInfo, *, explain: bool = False) -> Decision:
         return self.placement.decide(pod, explain=explain)
