@@ -7,6 +7,7 @@ import logging
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlencode
 
 import orjson
 from starlette.requests import Request
@@ -17,6 +18,7 @@ from taintplane.admission.chain import UserInfo
 from taintplane.admission.plugins import AdmissionSetup
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, Scheme
+from taintplane.api.selectors import SelectorError
 from taintplane.apiserver import codec, discovery
 from taintplane.apiserver.admission_hook import create_system_priority_classes, install_admission
 from taintplane.apiserver.auth.guard import LOOPBACK, SCOPE_USER, Guard
@@ -221,6 +223,7 @@ class APIServer:
         handle it as a request for the stored resource, convert the answer out."""
         stored = self.scheme.lookup(*view.storage)
         assert stored is not None
+        request = _with_stored_field_labels(request, view)
         content_type = codec.media_type(request.headers.get("content-type"))
         if request.method in ("POST", "PUT", "PATCH"):
             raw = await request.body()
@@ -280,6 +283,23 @@ async def _convert_lines(lines: AsyncIterable[Any], view: View) -> AsyncIterator
         event = orjson.loads(line)
         event["object"] = view.from_storage(event.get("object"))
         yield orjson.dumps(event) + b"\n"
+
+
+def _with_stored_field_labels(request: Request, view: View) -> Request:
+    """The request with its field selector in the stored version's labels (a 400 for a label
+    the served version does not have, as the apiserver's FieldSelector.Transform)."""
+    text = request.query_params.get("fieldSelector")
+    if not text:
+        return request
+    try:
+        converted = view.field_selector_to_storage(text)
+    except SelectorError as error:
+        raise APIError.bad_request(error.message) from error
+    params = [
+        (k, converted if k == "fieldSelector" else v) for k, v in request.query_params.multi_items()
+    ]
+    scope = {**request.scope, "query_string": urlencode(params).encode()}
+    return Request(scope, request.receive)
 
 
 def _not_found() -> APIError:

@@ -3,7 +3,9 @@
 Kubernetes stores events once and serves them in both versions. The two differ only in the
 names of some top-level fields (``involvedObject`` is ``regarding``, ``message`` is ``note``,
 …), so conversion is a rename of top-level keys: of objects and apply configurations, of merge
-and strategic-merge patches, and of the first segment of JSON-patch paths.
+and strategic-merge patches, and of the first segment of JSON-patch paths. Field selectors are
+converted label by label, as the served version's field label conversion function does: only
+the labels in its table are supported, each mapped to the stored version's label.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from taintplane.api.selectors import SelectorError, parse_field_selector
 
 __all__ = ["VIEWS", "View"]
 
@@ -22,6 +26,8 @@ class View:
     #: served field name -> stored field name
     renames: Mapping[str, str]
     storage: tuple[str, str, str]  # (group, version, plural) of the stored resource
+    #: served field label -> stored field label; a label not here is not supported
+    field_labels: Mapping[str, str]
 
     def _reverse(self) -> dict[str, str]:
         return {stored: served for served, stored in self.renames.items()}
@@ -56,6 +62,18 @@ class View:
         if len(parts) > 1 and parts[1] in self.renames:
             parts[1] = self.renames[parts[1]]
         return "/".join(parts)
+
+    def field_selector_to_storage(self, text: str) -> str:
+        """``text`` in the stored version's field labels; SelectorError (a 400) for a label
+        the served version does not support or a selector that does not parse."""
+        terms = []
+        for requirement in parse_field_selector(text).requirements:
+            label = self.field_labels.get(requirement.field)
+            if label is None:
+                raise SelectorError(f"field label not supported: {requirement.field}")
+            operator = "!=" if requirement.negated else "="
+            terms.append(f"{label}{operator}{_escape(requirement.value)}")
+        return ",".join(terms)
 
     def from_storage(self, obj: Any) -> Any:
         if not isinstance(obj, dict):
@@ -92,5 +110,26 @@ VIEWS: dict[tuple[str, str, str], View] = {
             "deprecatedCount": "count",
         },
         storage=("", "v1", "events"),
+        # pkg/apis/events/v1 AddFieldLabelConversionsForEvent.
+        field_labels={
+            "reason": "reason",
+            "regarding.kind": "involvedObject.kind",
+            "regarding.namespace": "involvedObject.namespace",
+            "regarding.name": "involvedObject.name",
+            "regarding.uid": "involvedObject.uid",
+            "regarding.apiVersion": "involvedObject.apiVersion",
+            "regarding.resourceVersion": "involvedObject.resourceVersion",
+            "regarding.fieldPath": "involvedObject.fieldPath",
+            "reportingController": "reportingComponent",
+            "source": "source",
+            "type": "type",
+            "metadata.namespace": "metadata.namespace",
+            "metadata.name": "metadata.name",
+        },
     ),
 }
+
+
+def _escape(value: str) -> str:
+    """fields.EscapeValue: the selector syntax's own characters, backslash-escaped."""
+    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
