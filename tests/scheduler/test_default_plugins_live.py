@@ -77,3 +77,28 @@ def test_node_names_in_match_fields_are_the_only_candidates(api):
         "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]. " + not_helpful
     )
     assert bound(api, "named-a") == "a-2"
+
+
+def test_pod_anti_affinity_and_affinity(api):
+    zone_term = {"labelSelector": {"matchLabels": {"app": "solo"}}, "topologyKey": "zone"}
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [zone_term]}}
+    for name in ("solo-1", "solo-2"):
+        pod = make_pod(name, affinity=anti)
+        pod["metadata"]["labels"] = {"app": "solo"}
+        api.post(PODS, json=pod)
+        if name == "solo-1":
+            assert bound(api, name) in {"a-1", "a-2"}
+    assert failure(api, "solo-2") == (
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match "
+        "pod anti-affinity rules. no new claims to deallocate, preemption: 0/3 nodes are "
+        "available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found "
+        "for incoming pod."
+    )
+    lonely = {**zone_term, "labelSelector": {"matchLabels": {"app": "nobody"}}}
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [lonely]}}
+    api.post(PODS, json=make_pod("lonely", affinity=affinity))
+    assert failure(api, "lonely") == (
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match "
+        "pod affinity rules. no new claims to deallocate, preemption: 0/3 nodes are available: "
+        "3 Preemption is not helpful for scheduling."
+    )

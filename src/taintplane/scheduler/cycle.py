@@ -30,7 +30,7 @@ from taintplane.scheduler.framework import (
 )
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins.pod_topology_spread import ALL_NODES_KEY
-from taintplane.scheduler.table import NodeTable
+from taintplane.scheduler.table import TABLE_KEY, NodeTable
 
 __all__ = ["Decision", "Placement", "nodes_to_find"]
 
@@ -113,6 +113,7 @@ class Placement:
             return Decision(message=NO_NODES_AVAILABLE, diagnosis=Diagnosis(0))
         state = CycleState()
         state.data[ALL_NODES_KEY] = nodes
+        state.data[TABLE_KEY] = self.table()
         rejected = self.framework.run_pre_filter(state, pod, nodes)
         if rejected is not None:
             # Every node reads the PreFilter's rejection (SetAbsentNodesStatus), for PostFilter.

@@ -98,6 +98,12 @@ class PodInfo:
     scheduler_name: str
     node_name: str
     host_ports: tuple[HostPort, ...] = ()
+    #: ``podAffinity`` or ``podAntiAffinity`` set (upstream's PodsWithAffinity).
+    has_pod_affinity: bool = False
+    #: Required anti-affinity terms (upstream's PodsWithRequiredAntiAffinity).
+    has_required_anti_affinity: bool = False
+    #: The parsed inter-pod affinity terms, cached by the InterPodAffinity plugin.
+    affinity_terms: object = None
 
     @property
     def terminating(self) -> bool:
@@ -115,6 +121,8 @@ class PodInfo:
         except ValueError:
             tolerations = ()
         requests = _requests(spec)
+        affinity = spec.get("affinity") or {}
+        pod_affinity, anti_affinity = affinity.get("podAffinity"), affinity.get("podAntiAffinity")
         cpu = requests.get("cpu") or DEFAULT_MILLI_CPU_REQUEST
         memory = requests.get("memory") or DEFAULT_MEMORY_REQUEST
         return cls(
@@ -129,6 +137,10 @@ class PodInfo:
             scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
             node_name=str(spec.get("nodeName") or ""),
             host_ports=_host_ports(spec),
+            has_pod_affinity=bool(pod_affinity or anti_affinity),
+            has_required_anti_affinity=bool(
+                (anti_affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+            ),
         )
 
 
@@ -146,6 +158,9 @@ class NodeInfo:
     pods: dict[str, PodInfo] = field(default_factory=dict)
     #: ``UsedPorts``: (protocol, port) -> hostIP -> how many pods hold it.
     used_ports: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
+    #: How many of the pods have inter-pod affinity, and required anti-affinity.
+    affinity_pods: int = 0
+    anti_affinity_pods: int = 0
 
     @classmethod
     def of(cls, node: dict[str, Any]) -> NodeInfo:
@@ -176,6 +191,8 @@ class NodeInfo:
             self.requested[resource] = self.requested.get(resource, 0) + amount
         self.score_requested[0] += pod.score_requests[0]
         self.score_requested[1] += pod.score_requests[1]
+        self.affinity_pods += pod.has_pod_affinity
+        self.anti_affinity_pods += pod.has_required_anti_affinity
         for protocol, port, ip in pod.host_ports:
             holders = self.used_ports.setdefault((protocol, port), {})
             holders[ip] = holders.get(ip, 0) + 1
@@ -188,6 +205,8 @@ class NodeInfo:
             self.requested[resource] = self.requested.get(resource, 0) - amount
         self.score_requested[0] -= pod.score_requests[0]
         self.score_requested[1] -= pod.score_requests[1]
+        self.affinity_pods -= pod.has_pod_affinity
+        self.anti_affinity_pods -= pod.has_required_anti_affinity
         for protocol, port, ip in pod.host_ports:
             holders = self.used_ports[(protocol, port)]
             holders[ip] -= 1
@@ -203,4 +222,6 @@ class NodeInfo:
         fresh.score_requested = self.score_requested
         fresh.pods = self.pods
         fresh.used_ports = self.used_ports
+        fresh.affinity_pods = self.affinity_pods
+        fresh.anti_affinity_pods = self.anti_affinity_pods
         return fresh

@@ -90,6 +90,12 @@ INTERESTS: dict[str, set[str]] = {
         ClusterEvent.NODE_TAINT,
         ClusterEvent.ASSIGNED_POD_DELETE,
     },
+    names.INTER_POD_AFFINITY: {
+        ClusterEvent.NODE_ADD,
+        ClusterEvent.NODE_LABEL,
+        ClusterEvent.ASSIGNED_POD_DELETE,
+        ClusterEvent.POD_UPDATE,
+    },
     names.NODE_RESOURCES_FIT: {
         ClusterEvent.NODE_ADD,
         ClusterEvent.NODE_ALLOCATABLE,

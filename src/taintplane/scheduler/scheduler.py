@@ -25,6 +25,7 @@ from taintplane.scheduler.framework import CycleState, Framework
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
 from taintplane.scheduler.plugins.dynamic_resources import DraCaches, DynamicResources
+from taintplane.scheduler.plugins.inter_pod_affinity import InterPodAffinity, NamespaceLabels
 from taintplane.scheduler.plugins.node_affinity import NodeAffinity
 from taintplane.scheduler.plugins.node_name import NodeName
 from taintplane.scheduler.plugins.node_ports import NodePorts
@@ -46,6 +47,7 @@ DEFAULT_SCHEDULER = "default-scheduler"
 
 NODES = resource("", "v1", "nodes")
 PODS = resource("", "v1", "pods")
+NAMESPACES = resource("", "v1", "namespaces")
 PDBS = resource("policy", "v1", "poddisruptionbudgets")
 RESOURCE_CLAIMS = resource("resource.k8s.io", "v1", "resourceclaims")
 RESOURCE_SLICES = resource("resource.k8s.io", "v1", "resourceslices")
@@ -54,7 +56,9 @@ DEVICE_TAINT_RULES = resource("resource.k8s.io", "v1alpha3", "devicetaintrules")
 
 
 def default_framework(
-    features: FeatureGates | None = None, dra: DynamicResources | None = None
+    features: FeatureGates | None = None,
+    dra: DynamicResources | None = None,
+    namespace_labels: NamespaceLabels | None = None,
 ) -> Framework:
     """The default profile's plugins that exist here, in upstream's order and weights.
 
@@ -70,6 +74,7 @@ def default_framework(
         NodePorts(),
         NodeResourcesFit(),
         PodTopologySpread(),
+        InterPodAffinity(namespace_labels),
         dra or DynamicResources(),
         DefaultPreemption(),
         NodeResourcesBalancedAllocation(),
@@ -80,6 +85,7 @@ def default_framework(
         names.NODE_RESOURCES_FIT: 1,
         names.NODE_RESOURCES_BALANCED_ALLOCATION: 1,
         names.POD_TOPOLOGY_SPREAD: 2,
+        names.INTER_POD_AFFINITY: 2,
     }
     return Framework(plugins, weights)
 
@@ -107,7 +113,7 @@ class Scheduler:
             device_taints=gates.device_taints,
             device_taint_rules=gates.device_taint_rules,
         )
-        self.framework = default_framework(features, self.dra)
+        self.framework = default_framework(features, self.dra, self._namespace_labels)
         self.placement = Placement(
             self.framework,
             percentage=percentage_of_nodes_to_score,
@@ -139,6 +145,7 @@ class Scheduler:
         # Budgets weigh preemption's choice of victims (their status, kept by the
         # disruption controller, says how many disruptions each still allows).
         self.pdb_informer = self.informers.of(PDBS)
+        self.namespace_informer = self.informers.of(NAMESPACES)
         # DynamicResources reads claims, slices, classes and DeviceTaintRules from these.
         self.dra_informers = [
             self._dra_informer(RESOURCE_CLAIMS, ClusterEvent.RESOURCE_CLAIM),
@@ -154,6 +161,11 @@ class Scheduler:
             rules = self._dra_informer(DEVICE_TAINT_RULES, ClusterEvent.DEVICE_TAINT_RULE)
             self.dra_informers.append(rules)
             self.dra_caches.rules = rules.cache
+
+    def _namespace_labels(self, namespace: str) -> dict[str, str]:
+        """For namespaceSelector in pod affinity terms (upstream's namespace lister)."""
+        found = self.namespace_informer.cache.get(namespace) or {}
+        return dict((found.get("metadata") or {}).get("labels") or {})
 
     def _dra_informer(self, rt: Any, event: str) -> Informer:
         def changed(*_: Any) -> None:

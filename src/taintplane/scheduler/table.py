@@ -21,7 +21,10 @@ import numpy.typing as npt
 from taintplane.api.taints import Taint
 from taintplane.scheduler.nodeinfo import NodeInfo
 
-__all__ = ["NodeTable"]
+__all__ = ["TABLE_KEY", "NodeTable"]
+
+#: Cycle-state key under which the scheduler leaves the table of the cycle's nodes.
+TABLE_KEY = "node-table"
 
 Ints = npt.NDArray[np.int64]
 
@@ -54,6 +57,8 @@ class NodeTable:
         self.pod_count = np.zeros(self.size, dtype=np.int64)
         self.score_cpu = np.zeros(self.size, dtype=np.int64)
         self.score_memory = np.zeros(self.size, dtype=np.int64)
+        self.affinity_pods = np.zeros(self.size, dtype=np.int64)
+        self.anti_affinity_pods = np.zeros(self.size, dtype=np.int64)
         for i in range(self.size):
             self._load(i)
 
@@ -65,6 +70,8 @@ class NodeTable:
         self.pod_count[i] = len(node.pods)
         self.score_cpu[i] = node.score_requested[0]
         self.score_memory[i] = node.score_requested[1]
+        self.affinity_pods[i] = node.affinity_pods
+        self.anti_affinity_pods[i] = node.anti_affinity_pods
 
     def refresh(self, name: str) -> None:
         """A node's pods changed: reload its usage row."""
