@@ -161,6 +161,8 @@ class NodeInfo:
     #: How many of the pods have inter-pod affinity, and required anti-affinity.
     affinity_pods: int = 0
     anti_affinity_pods: int = 0
+    #: ``status.images``: each name an image is known by -> its size in bytes.
+    images: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, node: dict[str, Any]) -> NodeInfo:
@@ -181,6 +183,11 @@ class NodeInfo:
             taints=taints,
             unschedulable=bool(spec.get("unschedulable")),
             allocatable=allocatable,
+            images={
+                str(name): int(image.get("sizeBytes") or 0)
+                for image in (node.get("status") or {}).get("images") or []
+                for name in image.get("names") or []
+            },
         )
 
     def add_pod(self, pod: PodInfo) -> None:

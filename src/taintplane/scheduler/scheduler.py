@@ -25,6 +25,7 @@ from taintplane.scheduler.framework import CycleState, Framework
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
 from taintplane.scheduler.plugins.dynamic_resources import DraCaches, DynamicResources
+from taintplane.scheduler.plugins.image_locality import ImageLocality
 from taintplane.scheduler.plugins.inter_pod_affinity import InterPodAffinity, NamespaceLabels
 from taintplane.scheduler.plugins.node_affinity import NodeAffinity
 from taintplane.scheduler.plugins.node_name import NodeName
@@ -78,6 +79,7 @@ def default_framework(
         dra or DynamicResources(),
         DefaultPreemption(),
         NodeResourcesBalancedAllocation(),
+        ImageLocality(),
     ]
     weights = {
         names.TAINT_TOLERATION: 3,
@@ -86,6 +88,7 @@ def default_framework(
         names.NODE_RESOURCES_BALANCED_ALLOCATION: 1,
         names.POD_TOPOLOGY_SPREAD: 2,
         names.INTER_POD_AFFINITY: 2,
+        names.IMAGE_LOCALITY: 1,
     }
     return Framework(plugins, weights)
 

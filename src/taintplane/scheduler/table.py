@@ -59,6 +59,11 @@ class NodeTable:
         self.score_memory = np.zeros(self.size, dtype=np.int64)
         self.affinity_pods = np.zeros(self.size, dtype=np.int64)
         self.anti_affinity_pods = np.zeros(self.size, dtype=np.int64)
+        #: How many nodes have each image (upstream's ImageStateSummary.NumNodes).
+        self.image_nodes: dict[str, int] = {}
+        for node in self.nodes:
+            for image in node.images:
+                self.image_nodes[image] = self.image_nodes.get(image, 0) + 1
         for i in range(self.size):
             self._load(i)
 
