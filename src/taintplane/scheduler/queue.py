@@ -11,6 +11,9 @@
   active queue is empty the scheduler takes the first pod that was rejected by plugins from
   the backoff queue at once rather than idle (pods that failed with an error still wait).
 
+A pod with ``spec.schedulingGates`` is **gated** (upstream's SchedulingGates PreEnqueue plugin):
+it is never tried, and waits until an update removes its last gate.
+
 If such an event happens while a pod is being scheduled, the pod goes to backoff rather than
 unschedulable when it fails: otherwise the event that could have helped it would be lost.
 Time comes from the clock, so backoff and the five-minute flush run on virtual time in tests.
@@ -145,6 +148,9 @@ class SchedulingQueue:
             queued.info = info
         if self._where.get(info.key) in ("active", "inflight"):
             return
+        if _gated(info):
+            self._where[info.key] = "gated"
+            return
         self._activate(queued)
 
     def update(self, info: PodInfo) -> None:
@@ -155,8 +161,9 @@ class SchedulingQueue:
             return
         queued.info = info
         # Upstream's Update: a pod in backoff stays there; an unschedulable one goes to
-        # backoff, or active if its backoff is over.
-        if self._where.get(info.key) == "unschedulable":
+        # backoff, or active if its backoff is over; a gated one is checked again (PreEnqueue).
+        where = self._where.get(info.key)
+        if where == "unschedulable" or (where == "gated" and not _gated(info)):
             self._move(queued)
 
     def delete(self, key: str) -> None:
@@ -194,7 +201,10 @@ class SchedulingQueue:
         self._wakeup.set()
 
     def _backing_off(self, queued: QueuedPod) -> bool:
-        """``isPodBackingoff``: until the window after the one its backoff expires in."""
+        """``isPodBackingoff``: until the window after the one its backoff expires in (a pod
+        never tried, one just ungated say, owes no backoff)."""
+        if queued.attempts == 0:
+            return False
         expiry = _align(queued.added_at + _backoff(queued.attempts))
         return expiry >= _align(self.clock.monotonic())
 
@@ -328,6 +338,11 @@ class SchedulingQueue:
             self._to_backoff(queued)
         else:
             self._activate(queued)
+
+
+def _gated(info: PodInfo) -> bool:
+    """The SchedulingGates plugin's PreEnqueue: "waiting for scheduling gates"."""
+    return bool((info.pod.get("spec") or {}).get("schedulingGates"))
 
 
 def _backoff(attempts: int) -> float:

@@ -17,7 +17,7 @@ from taintplane.api.validation import (
     validate_toleration_update,
     validate_tolerations,
 )
-from taintplane.apiserver.strategies.base import Strategy, spec_of
+from taintplane.apiserver.strategies.base import Strategy, meta, spec_of
 
 __all__ = ["PodStrategy", "validate_pod_spec"]
 
@@ -106,15 +106,35 @@ class PodStrategy(Strategy):
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         super().prepare_for_create(obj)
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec_of(obj))}
+        if spec_of(obj).get("schedulingGates"):
+            # applySchedulingGatedCondition; the transition is the create's own instant.
+            obj["status"]["conditions"] = [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": meta(obj).get("creationTimestamp"),
+                    "reason": "SchedulingGated",
+                    "message": "Scheduling is blocked due to non-empty scheduling gates",
+                }
+            ]
 
     #: podStatusStrategy also keeps the owner references (old kubelets corrupted them).
     status_resets_metadata = ("ownerReferences",)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         errors = self.validate_object_meta(obj)
-        return errors + self._validate_spec(
-            obj, comparison_operators=self.features.comparison_operators
-        )
+        errors += self._validate_spec(obj, comparison_operators=self.features.comparison_operators)
+        spec = spec_of(obj)
+        if spec.get("nodeName") and spec.get("schedulingGates"):
+            # ValidatePodCreate: a pod cannot be assigned a node while it is gated.
+            errors.append(
+                FieldError.forbidden(
+                    Path.root("spec", "nodeName"),
+                    "cannot be set until all schedulingGates have been cleared",
+                )
+            )
+        return errors
 
     def _validate_spec(
         self, obj: dict[str, Any], *, comparison_operators: bool
@@ -141,6 +161,7 @@ class PodStrategy(Strategy):
             new_tolerations, old_tolerations, path, comparison_operators=allowed
         )
         errors += _validate_deadline_update(spec_of(new), spec_of(old))
+        errors += _validate_only_deleted_scheduling_gates(spec_of(new), spec_of(old))
         if _munged(spec_of(new), spec_of(old)) != spec_of(old):
             diff = _diff(spec_of(old), _munged(spec_of(new), spec_of(old)))
             errors.append(
@@ -204,6 +225,22 @@ def _validate_deadline_update(new: dict[str, Any], old: dict[str, Any]) -> list[
     return []
 
 
+def _validate_only_deleted_scheduling_gates(
+    new: dict[str, Any], old: dict[str, Any]
+) -> list[FieldError]:
+    """validateOnlyDeletedSchedulingGates: gates may be removed, never added."""
+    old_names = {g.get("name") for g in old.get("schedulingGates") or [] if isinstance(g, dict)}
+    path = Path.root("spec", "schedulingGates")
+    return [
+        FieldError.forbidden(
+            path.index(i).child("name"),
+            f"only deletion is allowed, but found new scheduling gate '{gate.get('name')}'",
+        )
+        for i, gate in enumerate(new.get("schedulingGates") or [])
+        if isinstance(gate, dict) and gate.get("name") not in old_names
+    ]
+
+
 def _munged(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
     """The new spec with the fields a pod update may change copied from the old one."""
     munged: dict[str, Any] = orjson.loads(orjson.dumps(new))
@@ -213,7 +250,8 @@ def _munged(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
             for old_c, new_c in zip(old_list, new_list, strict=True):
                 if isinstance(new_c, dict) and isinstance(old_c, dict) and "image" in old_c:
                     new_c["image"] = old_c["image"]
-    for key in ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"):
+    updatable = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")
+    for key in (*updatable, "schedulingGates"):
         if key in old:
             munged[key] = old[key]
         else:
@@ -277,9 +315,25 @@ def validate_pod_spec(
             FieldError.invalid(path.child("nodeName"), node_name, m)
             for m in names.is_dns1123_subdomain(str(node_name))
         ]
+    errors += _validate_scheduling_gates(spec.get("schedulingGates"), path.child("schedulingGates"))
     tolerations = parse_tolerations(spec.get("tolerations"), path.child("tolerations"))
     if tolerations:
         errors += validate_tolerations(
             tolerations, path.child("tolerations"), comparison_operators=comparison_operators
         )
+    return errors
+
+
+def _validate_scheduling_gates(gates: Any, path: Path) -> list[FieldError]:
+    """validateSchedulingGates: qualified names, no duplicates."""
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    for i, gate in enumerate(gates if isinstance(gates, list) else []):
+        name = str(gate.get("name") or "") if isinstance(gate, dict) else ""
+        errors += [
+            FieldError.invalid(path.index(i), name, m) for m in names.is_qualified_name(name)
+        ]
+        if name in seen:
+            errors.append(FieldError.duplicate(path.index(i), name))
+        seen.add(name)
     return errors
