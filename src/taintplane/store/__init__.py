@@ -1,4 +1,4 @@
-"""Storage: the ``Store`` protocol and its backends (SQLite embedded; etcd later)."""
+"""Storage: the ``Store`` protocol and its backends (SQLite embedded, etcd distributed)."""
 
 from taintplane.store.errors import (
     AlreadyExists,

@@ -34,12 +34,27 @@ class WatchHub:
         self._buffer: deque[WatchEvent] = deque(maxlen=buffer_size)
         self._subscribers: set[_Subscriber] = set()
         self.last_revision = 0
+        #: Every change after this revision is in the buffer (it rises as old ones drop out).
+        #: Not "the first buffered revision minus one": revisions may have gaps (etcd's are
+        #: shared with keys outside our prefix).
+        self.floor = 0
 
     def start_at(self, revision: int) -> None:
         self.last_revision = revision
+        self.floor = revision
+
+    def reset(self, revision: int) -> None:
+        """Changes up to ``revision`` were lost (the backend's feed fell behind compaction):
+        cut every watcher off (each re-watches and gets 410) and start again after it."""
+        self.close_all()
+        self._subscribers.clear()
+        self._buffer.clear()
+        self.start_at(max(revision, self.last_revision))
 
     def publish(self, events: Iterable[WatchEvent]) -> None:
         for event in events:
+            if len(self._buffer) == self._buffer.maxlen:
+                self.floor = self._buffer[0].revision
             self._buffer.append(event)
             self.last_revision = event.revision
             for sub in self._subscribers:
@@ -57,11 +72,8 @@ class WatchHub:
 
     def buffered_since(self, after_revision: int) -> list[WatchEvent] | None:
         """Buffered events after ``after_revision``, or ``None`` if the buffer starts too late."""
-        if not self._buffer:
-            return [] if after_revision >= self.last_revision else None
-        if self._buffer[0].revision > after_revision + 1 and after_revision < self.last_revision:
-            # Events between after_revision and the buffer start may exist but are not here.
-            return None
+        if after_revision < self.floor:
+            return None  # changes between after_revision and the floor are not here
         return [e for e in self._buffer if e.revision > after_revision]
 
     def subscribe(self, prefix: str) -> _Subscriber:
@@ -103,7 +115,9 @@ class HubWatch:
     def bookmark_revision(self) -> int | None:
         if self._replaying or not self._sub.queue.empty():
             return None
-        return self._hub.last_revision
+        # A watch may start after the hub's last change (a list read a newer revision than
+        # the backend's feed has delivered yet): everything up to its start is covered too.
+        return max(self._hub.last_revision, self._after)
 
     def close(self) -> None:
         if not self._closed:
