@@ -21,6 +21,7 @@ def test_the_unschedulable_condition_carries_the_pods_generation(tmp_path):
         clock = VirtualClock(START)
         async with in_process_cluster(tmp_path, clock, components=("scheduler",)) as cluster:
             client = cluster.client
+            assert client is not None
             node = make_node("n1", taints=[taint("dedicated", value="x")])
             status = node.pop("status")
             await client.create(NODES, node)

@@ -20,6 +20,7 @@ def test_a_pod_is_bound_at_once_when_a_node_is_uncordoned_as_it_fails(tmp_path):
         clock = VirtualClock(START)
         async with in_process_cluster(tmp_path, clock, components=("scheduler",)) as cluster:
             client = cluster.client
+            assert client is not None
             for name in ("a-1", "a-2"):
                 node = make_node(name, unschedulable=True)
                 status = node.pop("status")
