@@ -88,7 +88,7 @@ def test_a_busy_port_is_a_clear_error(tmp_path):
     [
         (
             ["--store", "mysql://x"],
-            "Error: --store: store 'mysql://x' is not understood: use sqlite:PATH, e.g. sqlite:./state.db",
+            "Error: --store: store 'mysql://x' is not understood: use sqlite:PATH (e.g. sqlite:./state.db) or etcd://HOST:PORT[,HOST:PORT…]",
         ),
         (
             ["--feature-gates", "Nope=true"],

@@ -144,8 +144,8 @@ def up_command(
     default_not_ready_toleration_seconds: int,
     default_unreachable_toleration_seconds: int,
 ) -> None:
-    """Run a whole local cluster: the API server on an embedded SQLite store, the scheduler,
-    the controller manager and simulated nodes."""
+    """Run a whole local cluster: the API server on an embedded SQLite store (or etcd), the
+    scheduler, the controller manager and simulated nodes."""
     if cluster_file is not None:
         if node_count is not None:
             raise click.UsageError("--nodes and --cluster exclude each other: pick one")

@@ -43,15 +43,17 @@ def server_options(function: click.decorators.FC) -> click.decorators.FC:
         click.option(
             "--store",
             "store_spec",
-            metavar="sqlite:PATH",
-            help="Storage backend; default sqlite:DATA_DIR/state.db.",
+            metavar="sqlite:PATH|etcd://HOST:PORT[,…]",
+            help="Storage backend; default sqlite:DATA_DIR/state.db. API servers sharing one "
+            "etcd serve one cluster.",
         ),
         click.option(
             "--sync",
             type=click.Choice(["normal", "full"]),
             default="normal",
             show_default=True,
-            help="SQLite durability: 'full' also survives power loss, more slowly.",
+            help="SQLite durability: 'full' also survives power loss, more slowly "
+            "(not for etcd, which syncs every commit).",
         ),
         click.option(
             "--auth",

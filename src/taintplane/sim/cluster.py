@@ -14,7 +14,7 @@ import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import uvicorn
 
@@ -34,7 +34,11 @@ from taintplane.sim.admin import ADMIN_PREFIX, AdminApp
 from taintplane.sim.kubeconfig import write_kubeconfig
 from taintplane.sim.pki import ensure_tls
 from taintplane.sim.snapshot import restore
+from taintplane.store.etcd_target import EtcdTarget, EtcdURLError, parse_etcd_url
 from taintplane.store.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    from taintplane.store.etcd import EtcdStore
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +46,7 @@ __all__ = [
     "Cluster",
     "ClusterConfig",
     "StoreSpecError",
+    "StoreUnavailableError",
     "in_process_cluster",
     "parse_store_spec",
     "running_cluster",
@@ -52,19 +57,26 @@ class StoreSpecError(ValueError):
     pass
 
 
-def parse_store_spec(spec: str | None, data_dir: Path) -> Path:
-    """``sqlite:PATH`` (the only backend so far); the default is ``DATA_DIR/state.db``."""
+class StoreUnavailableError(StoreSpecError):
+    """The store named could not be reached at start-up (etcd down or elsewhere)."""
+
+
+def parse_store_spec(spec: str | None, data_dir: Path) -> Path | EtcdTarget:
+    """``sqlite:PATH`` or ``etcd://HOST:PORT[,HOST:PORT…][/PREFIX]``; the default is
+    ``DATA_DIR/state.db``."""
     if not spec:
         return data_dir / "state.db"
     kind, sep, rest = spec.partition(":")
     if kind == "sqlite" and sep and rest:
         return Path(rest)
-    if kind == "etcd" or spec.startswith("etcd://"):
-        raise StoreSpecError(
-            f"store {spec!r}: the etcd backend is not available yet; use sqlite:PATH"
-        )
+    if kind == "etcd":
+        try:
+            return parse_etcd_url(spec)
+        except EtcdURLError as error:
+            raise StoreSpecError(str(error)) from error
     raise StoreSpecError(
-        f"store {spec!r} is not understood: use sqlite:PATH, e.g. sqlite:./state.db"
+        f"store {spec!r} is not understood: use sqlite:PATH (e.g. sqlite:./state.db) "
+        "or etcd://HOST:PORT[,HOST:PORT…]"
     )
 
 
@@ -100,7 +112,7 @@ class Cluster:
     def __init__(self, config: ClusterConfig, clock: Clock | None = None) -> None:
         self.config = config
         self.clock = clock or RealClock()
-        self.store: SqliteStore | None = None
+        self.store: SqliteStore | EtcdStore | None = None
         self.apiserver: APIServer | None = None
         self._server: uvicorn.Server | None = None
         self._socket: socket.socket | None = None
@@ -145,9 +157,7 @@ class Cluster:
         if self._socket is None and listen:
             self.bind()
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
-        db = parse_store_spec(self.config.store, self.config.data_dir)
-        db.parent.mkdir(parents=True, exist_ok=True)
-        self.store = await SqliteStore(db, synchronous=self.config.synchronous).open()
+        self.store = await self._open_store()
         if self.config.seed:
             await restore(self.store, self.config.seed)
         if isinstance(self.clock, VirtualClock):
@@ -227,6 +237,23 @@ class Cluster:
             ssl_keyfile=str(tls.key) if tls else None,
         )
         self._server = uvicorn.Server(config)
+
+    async def _open_store(self) -> SqliteStore | EtcdStore:
+        spec = parse_store_spec(self.config.store, self.config.data_dir)
+        if isinstance(spec, Path):
+            spec.parent.mkdir(parents=True, exist_ok=True)
+            return await SqliteStore(spec, synchronous=self.config.synchronous).open()
+        if self.config.synchronous != "NORMAL":
+            raise StoreSpecError(
+                f"{spec.url()}: --sync is for the SQLite store (etcd syncs every commit itself)"
+            )
+        # Imported here: gRPC loads only for an etcd store.
+        from taintplane.store.etcd import EtcdStore, Unavailable
+
+        try:
+            return await EtcdStore(spec).open()
+        except Unavailable as error:
+            raise StoreUnavailableError(str(error)) from error
 
     async def serve(self) -> None:
         """Serve until :meth:`stop` (or a signal, in the main thread)."""

@@ -82,10 +82,10 @@ class EtcdStore:
         self._channel = await ch.open_channel(self.target)
         self._kv = rpc.KVStub(self._channel)
         try:
+            # Not wait_for_ready: refused connections to every member fail at once, so a
+            # user who forgot to start etcd hears about it without waiting for the deadline.
             response = await self._kv.Range(
-                rpc.RangeRequest(key=self._root),
-                timeout=self._connect_timeout,
-                wait_for_ready=True,
+                rpc.RangeRequest(key=self._root), timeout=self._connect_timeout
             )
         except grpc.aio.AioRpcError as error:
             await self._channel.close()
