@@ -158,6 +158,18 @@ def test_anonymous_may_read_version_only(server: Server) -> None:
     assert api.json()["message"] == 'forbidden: User "system:anonymous" cannot get path "/api"'
     admin = httpx.get(server.url + "/taintplane/v1/clock", verify=verify)
     assert admin.status_code == 403
+    # The dashboard too: it shows the whole cluster.
+    dashboard = httpx.get(server.url + "/dashboard/", verify=verify)
+    assert dashboard.status_code == 403
+    assert dashboard.json()["message"] == (
+        'forbidden: User "system:anonymous" cannot get path "/dashboard/"'
+    )
+    token = yaml.safe_load(server.kubeconfig.read_text())["users"][0]["user"]["token"]
+    seen = httpx.get(
+        server.url + "/dashboard/", verify=verify, headers={"Authorization": f"Bearer {token}"}
+    )
+    assert seen.status_code == 200
+    assert "<title>taintplane</title>" in seen.text
 
 
 def test_forbidden_is_upstreams_message(server: Server) -> None:

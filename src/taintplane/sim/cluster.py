@@ -36,6 +36,7 @@ from taintplane.sim.pki import ensure_tls
 from taintplane.sim.snapshot import restore
 from taintplane.store.etcd_target import EtcdTarget, EtcdURLError, parse_etcd_url
 from taintplane.store.sqlite import SqliteStore
+from taintplane.web.dashboard import DASHBOARD_PREFIX, Dashboard
 
 if TYPE_CHECKING:
     from taintplane.store.etcd import EtcdStore
@@ -106,6 +107,13 @@ class ClusterConfig:
     #: Objects written into the (empty) store before anything starts: a snapshot to simulate
     #: from (``what-if``), restored as an etcd backup is.
     seed: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _not_the_api(path: str) -> bool:
+    """Paths served beside the Kubernetes API, authorized as non-resource requests."""
+    return path in ("/metrics", DASHBOARD_PREFIX) or path.startswith(
+        (ADMIN_PREFIX, DASHBOARD_PREFIX + "/")
+    )
 
 
 class Cluster:
@@ -219,11 +227,9 @@ class Cluster:
             )
             await self.kubelets.add(self.config.nodes)
             self._spawn(self.kubelets.run(), "agents")
-        app: Any = AdminApp(self, self.apiserver.app)
+        app: Any = Dashboard(self.client, self.clock, AdminApp(self, self.apiserver.app))
         if self.apiserver.guard is not None:
-            app = self.apiserver.guard.gate(
-                app, lambda path: path.startswith(ADMIN_PREFIX) or path == "/metrics"
-            )
+            app = self.apiserver.guard.gate(app, _not_the_api)
         config = uvicorn.Config(
             app,
             log_level="warning",

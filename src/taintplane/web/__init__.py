@@ -1,0 +1,1 @@
+"""The read-only web dashboard (served by ``taintplane up`` at ``/dashboard/``)."""

@@ -1,0 +1,273 @@
+"""The read-only dashboard at ``/dashboard/``: who is tainted, who is pending and why, who is
+being evicted and when — read through the API like any other client, rendered on the server
+(plain HTML and CSS, no script), refreshed every few seconds by the browser.
+
+Pages: ``/dashboard/`` (nodes, pending pods, pods on their way out, recent events) and
+``/dashboard/nodes/NAME`` (a node's taints and conditions, and for each of its pods which
+toleration lets it stay and until when).
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+from urllib.parse import quote
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from taintplane.api.podconditions import find_condition
+from taintplane.api.taints import Taint
+from taintplane.api.tolerations import Toleration
+from taintplane.client import ApiError, Client, resource
+from taintplane.clock import Clock
+from taintplane.web.page import html_page, table
+
+__all__ = ["DASHBOARD_PREFIX", "Dashboard"]
+
+DASHBOARD_PREFIX = "/dashboard"
+NODES = resource("", "v1", "nodes")
+PODS = resource("", "v1", "pods")
+EVENTS = resource("", "v1", "events")
+#: Events shown on the overview, newest first.
+RECENT_EVENTS = 30
+
+
+def _taints(node: dict[str, Any]) -> list[Taint]:
+    return [Taint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or []]
+
+
+def _ready(node: dict[str, Any]) -> str:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return str(condition.get("status"))
+    return "Unknown"
+
+
+def _taint_chips(taints: list[Taint]) -> str:
+    return " ".join(
+        f'<span class="taint {escape(t.effect)}">{escape(t.to_string())}</span>' for t in taints
+    )
+
+
+def _pod_name(pod: dict[str, Any]) -> str:
+    meta = pod["metadata"]
+    return f"{meta.get('namespace', '')}/{meta['name']}"
+
+
+def _node_link(name: str) -> str:
+    return f'<a href="{DASHBOARD_PREFIX}/nodes/{quote(name)}">{escape(name)}</a>' if name else ""
+
+
+class Dashboard:
+    """Serves the dashboard's paths and hands every other request to ``inner``."""
+
+    def __init__(self, client: Client, clock: Clock, inner: ASGIApp) -> None:
+        self.client = client
+        self.clock = clock
+        self.inner = inner
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not (
+            path == DASHBOARD_PREFIX or path.startswith(DASHBOARD_PREFIX + "/")
+        ):
+            await self.inner(scope, receive, send)
+            return
+        if scope["method"] not in ("GET", "HEAD"):
+            await _respond(send, 405, html_page("Not allowed", "<p>The dashboard only reads.</p>"))
+            return
+        rest = path[len(DASHBOARD_PREFIX) :]
+        if rest == "":
+            await _redirect(send, DASHBOARD_PREFIX + "/")
+        elif rest == "/":
+            await _respond(send, 200, await self.overview())
+        elif rest.startswith("/nodes/") and rest.count("/") == 2:
+            status, body = await self.node_page(rest[len("/nodes/") :])
+            await _respond(send, status, body)
+        else:
+            await _respond(send, 404, html_page("Not found", "<p>No such dashboard page.</p>"))
+
+    async def overview(self) -> str:
+        nodes, _ = await self.client.list(NODES)
+        pods, _ = await self.client.list(PODS)
+        events, _ = await self.client.list(EVENTS)
+        per_node: dict[str, int] = {}
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                per_node[node] = per_node.get(node, 0) + 1
+        node_rows = [
+            (
+                _node_link(n["metadata"]["name"]),
+                escape(n["metadata"].get("labels", {}).get("topology.kubernetes.io/zone", "")),
+                escape(_ready(n)),
+                _taint_chips(_taints(n)),
+                f"{per_node.get(n['metadata']['name'], 0)} / "
+                f"{escape(str((n.get('status') or {}).get('allocatable', {}).get('pods', '?')))}",
+            )
+            for n in sorted(nodes, key=lambda n: str(n["metadata"]["name"]))
+        ]
+        pending = [
+            (
+                escape(_pod_name(p)),
+                escape(str((find_condition(p, "PodScheduled") or {}).get("message", ""))),
+            )
+            for p in pods
+            if not (p.get("spec") or {}).get("nodeName")
+            and not p["metadata"].get("deletionTimestamp")
+        ]
+        leaving = []
+        for pod in pods:
+            deletion = pod["metadata"].get("deletionTimestamp")
+            if not deletion:
+                continue
+            target = find_condition(pod, "DisruptionTarget") or {}
+            leaving.append(
+                (
+                    escape(_pod_name(pod)),
+                    _node_link(str((pod.get("spec") or {}).get("nodeName") or "")),
+                    escape(str(target.get("reason") or "")),
+                    escape(str(deletion)),
+                )
+            )
+        recent = sorted(events, key=_event_time, reverse=True)[:RECENT_EVENTS]
+        event_rows = [
+            (
+                escape(_event_time(e)),
+                escape(str(e.get("type", ""))),
+                escape(str(e.get("reason", ""))),
+                escape(_regarding(e)),
+                escape(str(e.get("message") or e.get("note") or "")),
+            )
+            for e in recent
+        ]
+        ready = sum(_ready(n) == "True" for n in nodes)
+        running = sum((p.get("status") or {}).get("phase") == "Running" for p in pods)
+        body = (
+            f'<p class="summary">{self._now()} · {ready} of {len(nodes)} nodes Ready · '
+            f"{running} pods running · {len(pending)} pending · {len(leaving)} terminating</p>"
+            + table("nodes", ("node", "zone", "Ready", "taints", "pods"), node_rows)
+            + "<h2>Pending pods</h2>"
+            + table("pending", ("pod", "why"), pending, empty="No pod is waiting.")
+            + "<h2>Pods on their way out</h2>"
+            + table(
+                "leaving",
+                ("pod", "node", "reason", "deleted at"),
+                leaving,
+                empty="No pod is being deleted.",
+            )
+            + "<h2>Recent events</h2>"
+            + table("events", ("time", "type", "reason", "object", "message"), event_rows)
+        )
+        return html_page("taintplane", "<h2>Nodes</h2>" + body, refresh=5)
+
+    async def node_page(self, name: str) -> tuple[int, str]:
+        try:
+            node = await self.client.get(NODES, name)
+        except ApiError as error:
+            if error.code != 404:
+                raise
+            return 404, html_page("Not found", f"<p>There is no node {escape(name)}.</p>")
+        taints = _taints(node)
+        pods, _ = await self.client.list(PODS, field_selector=f"spec.nodeName={name}")
+        taint_rows = [
+            (
+                _taint_chips([t]),
+                escape(t.effect),
+                escape(t.time_added.strftime("%Y-%m-%dT%H:%M:%SZ") if t.time_added else ""),
+            )
+            for t in taints
+        ]
+        conditions = [
+            (
+                escape(str(c.get("type"))),
+                escape(str(c.get("status"))),
+                escape(str(c.get("reason", ""))),
+            )
+            for c in (node.get("status") or {}).get("conditions") or []
+        ]
+        pod_rows = [
+            (
+                escape(_pod_name(p)),
+                escape(str((p.get("status") or {}).get("phase", ""))),
+                _stay(p, taints),
+            )
+            for p in sorted(pods, key=_pod_name)
+        ]
+        body = (
+            f'<p class="summary">{self._now()} · Ready: {escape(_ready(node))}</p>'
+            "<h2>Taints</h2>"
+            + table("taints", ("taint", "effect", "added"), taint_rows, empty="No taints.")
+            + "<h2>Conditions</h2>"
+            + table("conditions", ("type", "status", "reason"), conditions)
+            + "<h2>Pods</h2>"
+            + table(
+                "pods", ("pod", "phase", "against the NoExecute taints"), pod_rows, empty="No pods."
+            )
+        )
+        return 200, html_page(f"node {name}", body, refresh=5, back=DASHBOARD_PREFIX + "/")
+
+    def _now(self) -> str:
+        return "clock " + escape(self.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
+def _stay(pod: dict[str, Any], taints: list[Taint]) -> str:
+    """Which toleration keeps the pod on the node against each NoExecute taint, and for how
+    long; or that it is not tolerated (the taint eviction controller deletes it)."""
+    tolerations = [
+        Toleration.from_dict(t) for t in (pod.get("spec") or {}).get("tolerations") or []
+    ]
+    parts = []
+    for taint in (t for t in taints if t.effect == "NoExecute"):
+        match = next((t for t in tolerations if t.tolerates(taint)), None)
+        if match is None:
+            parts.append(f"{escape(taint.to_string())}: not tolerated")
+        elif match.toleration_seconds is None:
+            parts.append(f"{escape(taint.to_string())}: tolerated")
+        else:
+            parts.append(f"{escape(taint.to_string())}: tolerated for {match.toleration_seconds}s")
+    return "; ".join(parts) or "no NoExecute taint"
+
+
+def _event_time(event: dict[str, Any]) -> str:
+    return str(
+        event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+        or event["metadata"].get("creationTimestamp")
+        or ""
+    )
+
+
+def _regarding(event: dict[str, Any]) -> str:
+    involved = event.get("involvedObject") or event.get("regarding") or {}
+    namespace = involved.get("namespace")
+    name = f"{namespace}/{involved.get('name')}" if namespace else str(involved.get("name"))
+    return f"{str(involved.get('kind', '')).lower()}/{name}"
+
+
+async def _respond(send: Send, status: int, body: str) -> None:
+    data = body.encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/html; charset=utf-8"),
+                (b"content-length", str(len(data)).encode()),
+                (b"cache-control", b"no-store"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
+
+
+async def _redirect(send: Send, location: str) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 308,
+            "headers": [(b"location", location.encode()), (b"content-length", b"0")],
+        }
+    )
+    await send({"type": "http.response.body", "body": b""})

@@ -1,0 +1,131 @@
+"""The read-only dashboard in a real headless browser, against a running cluster on virtual
+time: tainted nodes, pending pods and why, pods on their way out, and a node's page saying
+which toleration keeps each pod and for how long."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from taintplane.testing import LocalCluster, local_cluster
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)"
+)
+
+
+def pod(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}], **spec},
+    }
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with local_cluster(tmp_path_factory.mktemp("dashboard"), nodes=2) as running:
+        with httpx.Client(base_url=running.url) as api:
+            nodes = f"{running.url}/api/v1/nodes"
+            taint = {"key": "maintenance", "value": "true", "effect": "NoExecute"}
+            gpu = {"key": "gpu", "effect": "NoSchedule"}
+            tolerate_an_hour = [
+                {
+                    "key": "maintenance",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 3600,
+                }
+            ]
+            pods = "/api/v1/namespaces/default/pods"
+            api.post(pods, json=pod("patient", nodeName="node-1", tolerations=tolerate_an_hour))
+            # A finalizer keeps the evicted pod in sight while it is Terminating.
+            doomed = pod("doomed", nodeName="node-1")
+            doomed["metadata"]["finalizers"] = ["example.com/keep"]
+            api.post(pods, json=doomed)
+            api.post(pods, json=pod("picky", nodeSelector={"disk": "ssd"}))
+            running.advance(0)
+            merge = {"Content-Type": "application/merge-patch+json"}
+            api.patch(f"{nodes}/node-1", json={"spec": {"taints": [taint, gpu]}}, headers=merge)
+            running.advance(0)
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def rows(page: Any, table_id: str) -> list[list[str]]:
+    cells = page.locator(f"#{table_id} tr").all()
+    return [row.inner_text().split("\t") for row in cells[1:]]
+
+
+def test_the_overview(cluster: LocalCluster, browser: Any) -> None:
+    page = browser.new_page()
+    response = page.goto(f"{cluster.url}/dashboard")  # redirected to /dashboard/
+    assert response is not None
+    assert (response.status, page.url) == (200, f"{cluster.url}/dashboard/")
+    assert page.title() == "taintplane"
+    assert page.locator(".summary").inner_text() == (
+        "clock 2026-01-01T00:00:00Z · 2 of 2 nodes Ready · 1 pods running · 1 pending · "
+        "1 terminating"
+    )
+    assert rows(page, "nodes") == [
+        ["node-1", "", "True", "maintenance=true:NoExecute gpu:NoSchedule", "1 / 110"],
+        ["node-2", "", "True", "", "0 / 110"],
+    ]
+    # The NoExecute taint is drawn as such.
+    assert page.locator("#nodes .taint.NoExecute").inner_text() == "maintenance=true:NoExecute"
+    [pending] = rows(page, "pending")
+    assert pending[0] == "default/picky"
+    assert pending[1].startswith("0/2 nodes are available: 2 node(s) didn't match Pod's node")
+    [leaving] = rows(page, "leaving")
+    assert leaving[:3] == ["default/doomed", "node-1", "DeletionByTaintManager"]
+    reasons = [row[2] for row in rows(page, "events")]
+    assert "TaintManagerEviction" in reasons
+    assert page.locator('meta[http-equiv="refresh"]').get_attribute("content") == "5"
+
+
+def test_a_node_page_says_who_stays_and_for_how_long(cluster: LocalCluster, browser: Any) -> None:
+    page = browser.new_page()
+    page.goto(f"{cluster.url}/dashboard/")
+    page.locator("#nodes a", has_text="node-1").click()
+    assert page.url == f"{cluster.url}/dashboard/nodes/node-1"
+    assert page.title() == "node node-1"
+    assert rows(page, "taints") == [
+        ["maintenance=true:NoExecute", "NoExecute", ""],
+        ["gpu:NoSchedule", "NoSchedule", ""],
+    ]
+    assert ["Ready", "True", "KubeletReady"] in rows(page, "conditions")
+    pods = {row[0]: row[2] for row in rows(page, "pods")}
+    assert pods["default/patient"] == "maintenance=true:NoExecute: tolerated for 3600s"
+    assert pods["default/doomed"] == "maintenance=true:NoExecute: not tolerated"
+    page.locator("a", has_text="all nodes").click()
+    assert page.url == f"{cluster.url}/dashboard/"
+
+
+def test_unknown_pages_and_writes_are_refused(cluster: LocalCluster) -> None:
+    with httpx.Client(base_url=cluster.url) as client:
+        missing = client.get("/dashboard/nodes/nope")
+        assert missing.status_code == 404
+        assert "There is no node nope." in missing.text
+        assert client.get("/dashboard/elsewhere").status_code == 404
+        assert client.post("/dashboard/").status_code == 405
+        # The API next door is untouched.
+        assert client.get("/api/v1/nodes/node-2").json()["metadata"]["name"] == "node-2"
