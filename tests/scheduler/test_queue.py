@@ -194,3 +194,30 @@ def test_deleted_pods_leave_the_queue():
         assert "default/gone" not in queue
 
     run(scenario)
+
+
+def test_a_status_change_is_kept_for_the_next_attempt_without_moving_the_pod():
+    """Upstream's Update when the pod's spec did not change: the newer object replaces the
+    queued one in place, so the next attempt (and its events) is about that version."""
+
+    async def scenario():
+        clock = VirtualClock()
+        queue = SchedulingQueue(clock)
+        queue.add(info("waiting"))
+        pod = await queue.pop()
+        queue.unschedulable(pod, {"TaintToleration"})
+        newer = make_pod("waiting")
+        newer["metadata"]["resourceVersion"] = "42"
+        newer["status"] = {"conditions": [{"type": "PodScheduled", "status": "False"}]}
+        queue.refresh(PodInfo.of(newer))
+        waiter = asyncio.create_task(queue.pop())
+        await clock.advance(30)
+        assert not waiter.done()  # not moved: still waiting for an event it cares about
+        queue.on_event(ClusterEvent.NODE_TAINT)
+        await clock.advance(0)
+        assert waiter.result().pod["metadata"]["resourceVersion"] == "42"
+        stranger = info("never-queued")
+        queue.refresh(stranger)  # not queued: nothing to keep, nothing added
+        assert stranger.key not in queue
+
+    run(scenario)

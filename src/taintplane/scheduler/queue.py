@@ -166,6 +166,14 @@ class SchedulingQueue:
         if where == "unschedulable" or (where == "gated" and not _gated(info)):
             self._move(queued)
 
+    def refresh(self, info: PodInfo) -> None:
+        """A pending pod changed in a way that cannot make it fit (its status, say): keep the
+        new object for the next attempt, but leave it where it waits (upstream's Update when
+        isPodUpdated is false: the pod is swapped in place, not moved)."""
+        queued = self._pods.get(info.key)
+        if queued is not None:
+            queued.info = info
+
     def delete(self, key: str) -> None:
         self._pods.pop(key, None)
         self._where.pop(key, None)

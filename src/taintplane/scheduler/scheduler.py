@@ -282,6 +282,10 @@ class Scheduler:
             # Its own change (say, a toleration added) may let a pending pod fit now.
             self.queue.update(info)
             self.queue.on_event(ClusterEvent.POD_UPDATE)
+        elif info.key in self.queue:
+            # Its status changed (our own PodScheduled condition, say): the next attempt and
+            # its events are about this version of the pod, as upstream's queue keeps it.
+            self.queue.refresh(info)
 
     def _forget_elsewhere(self, info: PodInfo) -> None:
         """Drop the pod from the node it was counted on, if that is not its node now."""
@@ -438,7 +442,7 @@ class Scheduler:
     # ---- reporting -------------------------------------------------------------------------
 
     async def _record_failure(self, pod: PodInfo, message: str) -> None:
-        condition = {
+        condition: dict[str, Any] = {
             "type": "PodScheduled",
             "status": "False",
             "lastProbeTime": None,
