@@ -61,6 +61,11 @@ class SeriesEventRecorder:
         #: The broadcaster's eventCache: the first Event of each isomorphic kind, by key.
         self.cache: dict[_Key, dict[str, Any]] = {}
 
+    @property
+    def dropped(self) -> int:
+        """Events dropped because the writer's queue was full."""
+        return self.writer.dropped
+
     def eventf(
         self,
         regarding: dict[str, Any],
