@@ -132,7 +132,8 @@ def main() -> None:
     backends = list(results)
     print(f"{'':48}" + "".join(f"{b:>12}" for b in backends))
     for name in results[backends[0]]:
-        print(f"{name:48}" + "".join(f"{results[b][name]:>12.1f}" for b in backends))
+        row = [results[b][name] for b in backends]
+        print(f"{name:48}" + "".join(f"{v:>12.2f}" if v < 10 else f"{v:>12.0f}" for v in row))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 
