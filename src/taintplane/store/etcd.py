@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -165,9 +166,12 @@ class EtcdStore:
     async def _write(self, key: str, request: Any) -> Any:
         response = await self._txn(key, request)
         if response.succeeded:
-            # Return once our own change is in the hub (see etcd_feed).
+            # Return once our own change is in the hub (see etcd_feed). The change is
+            # committed either way: if the feed is cut off (the member went away after
+            # answering), stop waiting rather than hold the caller forever.
             assert self._feed is not None
-            await self._feed.reached(response.header.revision)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._feed.reached(response.header.revision), self._timeout)
         return response
 
     @staticmethod
