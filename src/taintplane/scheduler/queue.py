@@ -47,6 +47,7 @@ class ClusterEvent:
     NODE_LABEL = "NodeLabelChange"
     NODE_SCHEDULABLE = "NodeSpecUnschedulableChange"
     NODE_ALLOCATABLE = "NodeAllocatableChange"
+    ASSIGNED_POD_ADD = "AssignedPodAdd"
     ASSIGNED_POD_DELETE = "AssignedPodDelete"
     POD_UPDATE = "UnscheduledPodUpdate"
     POD_GENERATED_CLAIM = "UpdatePodGeneratedResourceClaim"
@@ -74,6 +75,7 @@ INTERESTS: dict[str, set[str]] = {
         ClusterEvent.NODE_ADD,
         ClusterEvent.NODE_LABEL,
         ClusterEvent.NODE_TAINT,
+        ClusterEvent.ASSIGNED_POD_ADD,
         ClusterEvent.ASSIGNED_POD_DELETE,
         ClusterEvent.POD_UPDATE,
     },
@@ -96,6 +98,8 @@ INTERESTS: dict[str, set[str]] = {
     names.INTER_POD_AFFINITY: {
         ClusterEvent.NODE_ADD,
         ClusterEvent.NODE_LABEL,
+        # A pod landing may be the one an affinity term waits for.
+        ClusterEvent.ASSIGNED_POD_ADD,
         ClusterEvent.ASSIGNED_POD_DELETE,
         ClusterEvent.POD_UPDATE,
     },

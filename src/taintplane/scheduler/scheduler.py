@@ -244,6 +244,7 @@ class Scheduler:
         info = PodInfo.of(pod)
         self._track_nomination(pod, info)
         if info.node_name:
+            landed = self._placed.get(info.key) != info.node_name
             self._assumed.pop(info.key, None)
             node = self.nodes.get(info.node_name)
             if node is None:
@@ -252,6 +253,10 @@ class Scheduler:
             node.add_pod(info)
             self._placed[info.key] = info.node_name
             self.placement.touched(info.node_name)
+            if landed:
+                # Upstream's AssignedPodAdd: pods waiting for it (pod affinity, topology
+                # spread) may fit now.
+                self.queue.on_event(ClusterEvent.ASSIGNED_POD_ADD)
         elif self._responsible(pod) and not pod["metadata"].get("deletionTimestamp"):
             self.queue.add(info)
 
