@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from taintplane.apiserver.app import APIServer
 from taintplane.apiserver.table_workloads import EVENT_COLUMNS
 from taintplane.client import Client, InProcessTransport, resource
+from taintplane.client.event_correlator import LRU_CACHE_ENTRIES, Correlated, EventCorrelator
 from taintplane.client.events import (
     MAX_QUEUED_EVENTS,
     EventRecorder,
@@ -330,3 +331,38 @@ def test_prepared_events_are_written_as_they_are(tmp_path):
         await store.close()
 
     asyncio.run(scenario())
+
+
+def test_the_correlators_caches_keep_upstreams_4096_most_recent_keys():
+    clock = VirtualClock(START)
+    correlator = EventCorrelator(clock, event_name)
+
+    def record(n: int) -> Correlated | None:
+        pod = {"kind": "Pod", "metadata": {"name": f"p-{n}", "namespace": "default"}}
+        event = {
+            "metadata": {"name": event_name(f"p-{n}", clock.now()), "namespace": "default"},
+            "involvedObject": object_reference(pod),
+            "source": {"component": "kubelet", "host": "node-1"},
+            "reason": "Started",
+            "message": "Container started",
+            "type": "Normal",
+            "count": 1,
+        }
+        return correlator.correlate(event)
+
+    for n in range(LRU_CACHE_ENTRIES + 10):
+        record(n)
+    assert (
+        len(correlator._spam)
+        == len(correlator._similar)
+        == len(correlator._observed)
+        == LRU_CACHE_ENTRIES
+    )
+    # The most recent repeat is a patch of its first Event; the oldest was forgotten, as
+    # upstream's LRU forgets it, and is a new Event again.
+    recent = record(LRU_CACHE_ENTRIES + 9)
+    assert recent is not None
+    assert recent.patch is not None
+    oldest = record(0)
+    assert oldest is not None
+    assert oldest.patch is None

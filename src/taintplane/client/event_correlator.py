@@ -9,11 +9,16 @@ before it is written: spam filtering, aggregation of similar events, and countin
 * A source may record 25 events about an object at once, then one every 5 minutes; the rest are
   dropped (still counted, so the next one written carries the true count).
 
-Each cache keeps its 4096 most recently used keys, as upstream's LRU caches do.
+Each cache keeps its 4096 most recently used keys, as upstream's LRU caches do. A simulated
+kubelet's caches hold a few entries for every pod on its node, so across thousands of nodes they
+are a large part of the process: keys are kept as 16-byte digests of upstream's key strings
+(each ~200 characters) and the records are slotted.
 """
 
 from __future__ import annotations
 
+import hashlib
+import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,20 +50,29 @@ Event = dict[str, Any]
 V = TypeVar("V")
 
 
+def _digest(key: str) -> bytes:
+    """What a cache files ``key`` under: 16 bytes instead of the whole string. Two keys share
+    a digest only by a 128-bit hash collision, so the caches tell keys apart as upstream's do."""
+    return hashlib.blake2b(key.encode(), digest_size=16).digest()
+
+
 class _Lru(Generic[V]):
     """groupcache's lru.Cache: a read or a write makes the key the most recent."""
 
     def __init__(self, max_entries: int = LRU_CACHE_ENTRIES) -> None:
         self.max_entries = max_entries
-        self._entries: OrderedDict[str, V] = OrderedDict()
+        self._entries: OrderedDict[bytes, V] = OrderedDict()
 
-    def get(self, key: str) -> V | None:
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: bytes) -> V | None:
         value = self._entries.get(key)
         if value is not None:
             self._entries.move_to_end(key)
         return value
 
-    def add(self, key: str, value: V) -> None:
+    def add(self, key: bytes, value: V) -> None:
         self._entries[key] = value
         self._entries.move_to_end(key)
         if len(self._entries) > self.max_entries:
@@ -112,6 +126,8 @@ class _TokenBucket:
     """flowcontrol's token bucket (golang.org/x/time/rate): starts full, refills ``qps`` tokens
     a second up to ``burst``; a refused take leaves the bucket as it was."""
 
+    __slots__ = ("burst", "last", "qps", "tokens")
+
     def __init__(self, qps: float, burst: int, now: datetime) -> None:
         self.qps = qps
         self.burst = burst
@@ -127,15 +143,17 @@ class _TokenBucket:
         return True
 
 
-@dataclass
+@dataclass(slots=True)
 class _Similar:
-    """aggregateRecord: the distinct messages seen, and when the last of them was."""
+    """aggregateRecord: the distinct messages seen, and when the last of them was. A tuple
+    rather than upstream's set: it holds one message for most groups (a set costs 216 bytes
+    even then) and never more than AGGREGATE_MAX_EVENTS."""
 
-    messages: set[str]
+    messages: tuple[str, ...]
     last_seen: datetime
 
 
-@dataclass
+@dataclass(slots=True)
 class _Observation:
     """eventLog: the Event a repeat patches (its name), how often it happened, since when."""
 
@@ -173,21 +191,25 @@ class EventCorrelator:
             return None
         return correlated
 
-    def _aggregate(self, event: Event, now: datetime) -> tuple[Event, str]:
+    def _aggregate(self, event: Event, now: datetime) -> tuple[Event, bytes]:
         """EventAggregate: the event itself and its own key, or, once AGGREGATE_MAX_EVENTS
         similar ones were seen, a fresh combined event and the key of the whole group."""
-        group, message = aggregate_keys(event)
+        group_key, message = aggregate_keys(event)
+        group = _digest(group_key)
         similar = self._similar.get(group)
         if similar is None or now - similar.last_seen > AGGREGATE_INTERVAL:
-            similar = _Similar(set(), now)
-        similar.messages.add(message)
+            similar = _Similar((), now)
+        if message not in similar.messages:
+            # Interned: the same message (a kubelet's "already present" for one image) is
+            # kept once however many groups hold it.
+            similar.messages = (*similar.messages, sys.intern(message))
         similar.last_seen = now
         self._similar.add(group, similar)
         if len(similar.messages) < AGGREGATE_MAX_EVENTS:
-            return event, event_key(event)
-        # Upstream drops one message at random, so the group stays one short of the limit and
-        # the next new message is combined too.
-        similar.messages.pop()
+            return event, _digest(event_key(event))
+        # Upstream drops one message at random (PopAny), so the group stays one short of the
+        # limit and the next new message is combined too; the oldest is as good a pick.
+        similar.messages = similar.messages[1:]
         involved = event.get("involvedObject") or {}
         stamp = format_time(now)
         combined: Event = {
@@ -209,13 +231,16 @@ class EventCorrelator:
         }
         return combined, group
 
-    def _observe(self, event: Event, key: str) -> Correlated:
+    def _observe(self, event: Event, key: bytes) -> Correlated:
         """eventObserve: a repeat takes the first occurrence's name and firstTimestamp, one more
         than its count, and is written as a patch of what a repeat changes."""
         seen = self._observed.get(key)
         if seen is None:
+            # The timestamp interned: events of one second share it.
             first = _Observation(
-                int(event.get("count") or 1), event.get("firstTimestamp", ""), _name(event)
+                int(event.get("count") or 1),
+                sys.intern(str(event.get("firstTimestamp", ""))),
+                _name(event),
             )
             self._observed.add(key, first)
             return Correlated(event, None)
@@ -237,7 +262,7 @@ class EventCorrelator:
     def _accept(self, event: Event, now: datetime) -> bool:
         """EventSourceObjectSpamFilter.Filter, inverted: whether the source still has a token
         for the object."""
-        key = spam_key(event)
+        key = _digest(spam_key(event))
         bucket = self._spam.get(key) or _TokenBucket(SPAM_QPS, SPAM_BURST, now)
         accepted = bucket.try_accept(now)
         self._spam.add(key, bucket)
