@@ -226,3 +226,75 @@ def test_the_kubelet_refuses_a_pod_bound_past_the_schedulers_checks(tmp_path: Pa
         assert fits["status"]["phase"] == "Running"
 
     run(tmp_path, scenario)
+
+
+def requesting(name: str, node: str = "node-1", **requests: str) -> dict[str, Any]:
+    made = pod(name)
+    made["spec"]["nodeName"] = node
+    made["spec"]["containers"][0]["resources"] = {"requests": dict(requests)}
+    return made
+
+
+def test_the_kubelet_refuses_what_its_node_cannot_hold(tmp_path: Path) -> None:
+    """lifecycle/predicate.go: the pods it already runs count against the node's allocatable;
+    the first shortfall is the reason (OutOfcpu, OutOfpods, OutOf<extended>)."""
+
+    async def scenario(sim: Sim) -> None:
+        await sim.create_pod(requesting("big", cpu="1500m", memory="1Gi"))
+        await sim.advance(1)
+        await sim.create_pod(requesting("more", cpu="1", memory="1Gi"))
+        await sim.create_pod(requesting("gpus", **{"example.com/gpu": "3"}))
+        # An extended resource the node does not have is a cluster-level one: not counted.
+        await sim.create_pod(requesting("licensed", **{"example.com/licence": "1"}))
+        await sim.advance(1)
+        expected = {
+            "more": (
+                "OutOfcpu",
+                "Node didn't have enough resource: cpu, requested: 1000, used: 1500, "
+                "capacity: 2000",
+            ),
+            "gpus": (
+                "OutOfexample.com/gpu",
+                "Node didn't have enough resource: example.com/gpu, requested: 3, used: 0, "
+                "capacity: 2",
+            ),
+        }
+        for name, (reason, message) in expected.items():
+            found = await sim.pod(name)
+            assert found is not None
+            status = found["status"]
+            assert (status["phase"], status["reason"], status["message"]) == (
+                "Failed",
+                reason,
+                f"Pod was rejected: {message}",
+            )
+            [event] = [e for e in await sim.events(reason) if e["involvedObject"]["name"] == name]
+            assert (event["type"], event["message"]) == ("Warning", message)
+        licensed = await sim.pod("licensed")
+        assert licensed is not None
+        assert licensed["status"]["phase"] == "Running"
+        # Three pods run now (big, licensed) plus one more fits; the fourth is one too many.
+        await sim.create_pod(requesting("third"))
+        await sim.advance(1)
+        await sim.create_pod(requesting("fourth"))
+        await sim.advance(1)
+        fourth = await sim.pod("fourth")
+        assert fourth is not None
+        assert (fourth["status"]["reason"], fourth["status"]["message"]) == (
+            "OutOfpods",
+            "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, "
+            "capacity: 3",
+        )
+        # Room is given back when a pod is gone: the same request fits now.
+        await sim.client.delete(PODS, "big", "default")
+        await sim.advance(31)
+        await sim.create_pod(requesting("later", cpu="1"))
+        await sim.advance(1)
+        later = await sim.pod("later")
+        assert later is not None
+        assert later["status"]["phase"] == "Running"
+
+    shape = NodeShape(
+        "node-1", capacity={"cpu": "2", "memory": "8Gi", "pods": "3", "example.com/gpu": "2"}
+    )
+    simulate(tmp_path, scenario, components=("agents",), nodes=[shape])

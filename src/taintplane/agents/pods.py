@@ -30,6 +30,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from taintplane.agents.admission import admission_failure, is_static
 from taintplane.agents.container_events import record_killing, record_started
 from taintplane.agents.nodes import node_address
 from taintplane.agents.pod_status import (
@@ -43,9 +44,6 @@ from taintplane.agents.pod_status import (
     start_pod,
 )
 from taintplane.api.decoding import format_time, parse_timestamp
-from taintplane.api.nodeaffinity import pod_matches_node_selector_and_affinity
-from taintplane.api.taints import Taint, TaintEffect
-from taintplane.api.tolerations import Toleration, find_untolerated_taint
 from taintplane.client import ApiError, resource
 from taintplane.client.informer import object_key
 from taintplane.client.workqueue import WorkQueue
@@ -53,7 +51,7 @@ from taintplane.client.workqueue import WorkQueue
 if TYPE_CHECKING:
     from taintplane.agents.kubelet import Kubelets
 
-__all__ = ["SHUTDOWN_ANNOTATION", "PodRuntime", "admission_failure"]
+__all__ = ["SHUTDOWN_ANNOTATION", "PodRuntime"]
 
 #: How often the status manager compares what it reported with what the API holds.
 RECONCILE_SECONDS = 10.0
@@ -62,62 +60,10 @@ log = logging.getLogger(__name__)
 
 PODS = resource("", "v1", "pods")
 SHUTDOWN_ANNOTATION = "sim.taintplane.io/shutdown-seconds"
-CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
 
 #: Exit code of a container still running when its grace period ends (SIGKILL).
 KILLED_EXIT_CODE = 137
 
-TAINT_REASON = "TaintToleration"
-TAINT_MESSAGE = "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
-AFFINITY_REASON = "NodeAffinity"
-AFFINITY_MESSAGE = (
-    "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
-)
-OS_SELECTOR_REASON = "PodOSSelectorNodeLabelDoesNotMatch"
-OS_SELECTOR_MESSAGE = "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"
-OS_FIELD_REASON = "PodOSNotSupported"
-OS_FIELD_MESSAGE = "Failed to admit pod as the OS field doesn't match node OS"
-OS_LABEL = "kubernetes.io/os"
-#: The simulated kubelets run "on" Linux (a real kubelet compares with its runtime.GOOS).
-NODE_OS = "linux"
-
-
-def is_static(pod: dict[str, Any]) -> bool:
-    """``IsStaticPod``: the pod came from a file or URL, not the API server."""
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    source = annotations.get(CONFIG_SOURCE_ANNOTATION)
-    return source is not None and source != "api"
-
-
-def admission_failure(pod: dict[str, Any], node: dict[str, Any] | None) -> tuple[str, str] | None:
-    """The kubelet's admission (lifecycle/predicate.go Admit), for a pod bound to its node
-    without the scheduler's checks: (reason, message) when it refuses the pod. In upstream's
-    order: the node's selector and affinity, the node's NoExecute taints (static pods are
-    exempt), then the OS label selector and the OS field. Resources are not checked: the
-    simulated nodes do not account for them."""
-    if node is None:
-        return None
-    spec = pod.get("spec") or {}
-    node_meta = node.get("metadata") or {}
-    labels = node_meta.get("labels") or {}
-    if not pod_matches_node_selector_and_affinity(spec, labels, str(node_meta.get("name", ""))):
-        return AFFINITY_REASON, AFFINITY_MESSAGE
-    if not is_static(pod):
-        taints = [Taint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or []]
-        tolerations = [Toleration.from_dict(t) for t in spec.get("tolerations") or []]
-        untolerated = find_untolerated_taint(
-            taints, tolerations, lambda t: t.effect == TaintEffect.NO_EXECUTE
-        )
-        if untolerated is not None:
-            return TAINT_REASON, TAINT_MESSAGE
-    node_os = str(labels.get(OS_LABEL) or NODE_OS)
-    pod_os_label = ((pod.get("metadata") or {}).get("labels") or {}).get(OS_LABEL)
-    if pod_os_label is not None and pod_os_label != node_os:
-        return OS_SELECTOR_REASON, OS_SELECTOR_MESSAGE
-    pod_os = (spec.get("os") or {}).get("name")
-    if pod_os is not None and pod_os != NODE_OS:
-        return OS_FIELD_REASON, OS_FIELD_MESSAGE
-    return None
 
 
 def _pod_ip(key: str) -> str:
@@ -242,7 +188,9 @@ class PodRuntime:
     async def _admit_and_start(self, key: str, pod: dict[str, Any]) -> PodRun | None:
         kubelets = self.kubelets
         node_name = pod["spec"]["nodeName"]
-        refusal = admission_failure(pod, kubelets.node_informer.get(node_name))
+        refusal = admission_failure(
+            pod, kubelets.node_informer.get(node_name), self._admitted_on(node_name, key)
+        )
         if refusal is None:
             spec = pod.get("spec") or {}
             run = start_pod(
@@ -262,6 +210,17 @@ class PodRuntime:
         status = {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}"}
         await self._patch_status(pod, status)
         return None
+
+    def _admitted_on(self, node: str, key: str) -> list[dict[str, Any]]:
+        """The node's other pods this kubelet admitted and that have not finished (upstream's
+        active pods: the ones admission counts against the node's allocatable)."""
+        admitted = []
+        for pod in self.informer.by_index("node", node):
+            other = object_key(pod)
+            run = self.runs.get(other)
+            if other != key and run is not None and run.phase() not in ("Succeeded", "Failed"):
+                admitted.append(pod)
+        return admitted
 
     def _restart_changed(self, pod: dict[str, Any], run: PodRun) -> None:
         """A container whose image changed is killed and started again with the new one

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taintplane.api.field import Path
-from taintplane.api.quantity import QuantityError, milli_value, value
+from taintplane.api.resources import amount as _quantity
+from taintplane.api.resources import pod_requests
 from taintplane.api.taints import Taint, parse_taints
 from taintplane.api.tolerations import Toleration, parse_tolerations
 
@@ -33,32 +34,6 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 def pod_key(pod: Mapping[str, Any]) -> str:
     meta = pod.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def _amount(resource: str, quantity: Any) -> int:
-    try:
-        return milli_value(quantity) if resource == "cpu" else value(quantity)
-    except QuantityError:
-        return 0
-
-
-def _requests(spec: Mapping[str, Any]) -> dict[str, int]:
-    """Effective requests: containers summed, each resource at least the largest init
-    container's (they run one at a time before the others), plus pod overhead."""
-    total: dict[str, int] = {}
-    for container in spec.get("containers") or []:
-        for resource, quantity in (
-            (container.get("resources") or {}).get("requests") or {}
-        ).items():
-            total[resource] = total.get(resource, 0) + _amount(resource, quantity)
-    for container in spec.get("initContainers") or []:
-        for resource, quantity in (
-            (container.get("resources") or {}).get("requests") or {}
-        ).items():
-            total[resource] = max(total.get(resource, 0), _amount(resource, quantity))
-    for resource, quantity in (spec.get("overhead") or {}).items():
-        total[resource] = total.get(resource, 0) + _amount(resource, quantity)
-    return total
 
 
 #: ``DefaultBindAllHostIP``: a hostPort without hostIP binds every address.
@@ -120,7 +95,7 @@ class PodInfo:
             )
         except ValueError:
             tolerations = ()
-        requests = _requests(spec)
+        requests = pod_requests(spec)
         affinity = spec.get("affinity") or {}
         pod_affinity, anti_affinity = affinity.get("podAffinity"), affinity.get("podAntiAffinity")
         cpu = requests.get("cpu") or DEFAULT_MILLI_CPU_REQUEST
@@ -173,7 +148,7 @@ class NodeInfo:
         except ValueError:
             taints = ()
         allocatable = {
-            resource: _amount(resource, quantity)
+            resource: _quantity(resource, quantity)
             for resource, quantity in ((node.get("status") or {}).get("allocatable") or {}).items()
         }
         return cls(
