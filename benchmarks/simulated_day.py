@@ -18,11 +18,13 @@ import sys
 import time
 from typing import Any
 
+from taintplane.api.duration import parse_duration
 from taintplane.sim.scenario import parse_scenario
 from taintplane.sim.simulate import run_scenario
 
 
 def scenario(nodes: int, pods: int, hours: float) -> dict[str, Any]:
+    """The day's scenario, cut to ``hours`` (steps after the end are left out)."""
     tenth = [f"node-{i}" for i in range(1, nodes + 1, 10)]
     third = [f"node-{i}" for i in range(1, nodes + 1, 3)]
     labels = {"app": "web"}
@@ -71,13 +73,18 @@ def scenario(nodes: int, pods: int, hours: float) -> dict[str, Any]:
     }
 
 
+def _within(day: dict[str, Any], hours: float) -> dict[str, Any]:
+    day["steps"] = [s for s in day["steps"] if parse_duration(s["at"]) <= hours * 3600]
+    return day
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--hours", type=float, default=24)
     args = parser.parse_args()
-    played = parse_scenario(scenario(args.nodes, args.pods, args.hours))
+    played = parse_scenario(_within(scenario(args.nodes, args.pods, args.hours), args.hours))
     began = time.perf_counter()
     last = [0.0]
 
