@@ -65,7 +65,6 @@ SHUTDOWN_ANNOTATION = "sim.taintplane.io/shutdown-seconds"
 KILLED_EXIT_CODE = 137
 
 
-
 def _pod_ip(key: str) -> str:
     digest = hashlib.sha256(key.encode()).digest()
     return f"10.244.{digest[0]}.{digest[1] % 254 + 1}"

@@ -28,6 +28,7 @@ _COMMANDS = {
     "taint": "taintplane.cli.taint_devices:taint_group",
     "what-if": "taintplane.cli.whatif:what_if_group",
     "simulate": "taintplane.cli.simulate:simulate_command",
+    "bench": "taintplane.cli.bench:bench_command",
 }
 
 
