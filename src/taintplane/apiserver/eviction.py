@@ -276,7 +276,7 @@ def _check_preconditions(pod: dict[str, Any], preconditions: dict[str, Any]) -> 
     if uid and uid != metadata.get("uid"):
         why = (
             f"the UID in the precondition ({uid}) does not match the UID in record "
-            f"({metadata.get('uid')}). The object might have been modified"
+            f"({metadata.get('uid')}). The object might have been deleted and then recreated"
         )
     elif version and version != metadata["resourceVersion"]:
         why = (
