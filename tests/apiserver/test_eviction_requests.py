@@ -47,3 +47,52 @@ def test_a_uid_precondition_for_another_pod_says_it_was_recreated(api):
         "then recreated"
     )
     assert api.get(f"{PODS}/{name}").status_code == 200
+
+
+def _refusal(api, name, body):
+    refused = api.post(f"{PODS}/{name}/eviction", json=body)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["reason"] == "BadRequest"
+    assert "deletionTimestamp" not in api.get(f"{PODS}/{name}").json()["metadata"]
+    return refused.json()["message"]
+
+
+def test_an_eviction_for_another_pod_is_refused(api):
+    name = running_pod(api)["metadata"]["name"]
+    other = running_pod(api)["metadata"]["name"]
+    message = _refusal(api, name, eviction(other))
+    assert message == "name in URL does not match name in Eviction object"
+    assert _refusal(api, name, {"apiVersion": "policy/v1", "kind": "Eviction"}) == message
+    assert "deletionTimestamp" not in api.get(f"{PODS}/{other}").json()["metadata"]
+
+
+def test_a_body_that_is_not_an_eviction_is_refused(api):
+    pod = running_pod(api)
+    name = pod["metadata"]["name"]
+    assert _refusal(api, name, {**pod, "apiVersion": "v1", "kind": "Pod"}) == (
+        "the API version in the data (v1) does not match the expected API version (policy/v1)"
+    )
+    assert _refusal(api, name, {**eviction(name), "apiVersion": "apps/v1"}) == (
+        "the API version in the data (apps/v1) does not match the expected API version (policy/v1)"
+    )
+    assert _refusal(api, name, {**eviction(name), "kind": "Evictions"}) == (
+        'Evictions in version "v1" cannot be handled as a Eviction: no kind "Evictions" is '
+        'registered for version "policy/v1" in scheme "pkg/api/legacyscheme/scheme.go:30"'
+    )
+    other_namespace = eviction(name)
+    other_namespace["metadata"]["namespace"] = "kube-system"
+    assert _refusal(api, name, other_namespace) == (
+        "the namespace of the provided object does not match the namespace sent on the request"
+    )
+
+
+@pytest.mark.parametrize(
+    "type_meta",
+    [{"apiVersion": "policy/v1beta1", "kind": "Eviction"}, {}, {"kind": "Eviction"}],
+)
+def test_v1beta1_and_an_eviction_without_type_meta_are_accepted(api, type_meta):
+    name = running_pod(api)["metadata"]["name"]
+    body = {**type_meta, "metadata": {"name": name, "namespace": "default"}}
+    evicted = api.post(f"{PODS}/{name}/eviction", json=body)
+    assert evicted.status_code == 201, evicted.text
+    assert api.get(f"{PODS}/{name}").json()["metadata"]["deletionTimestamp"]

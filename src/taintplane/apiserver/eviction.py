@@ -44,6 +44,7 @@ ATTEMPTS = 20
 async def evict(
     registry: Registry, info: RequestInfo, body: Any, *, dry_run_query: bool = False
 ) -> dict[str, Any]:
+    _check_body(info, body)
     options = (body or {}).get("deleteOptions") if isinstance(body, dict) else None
     options = dict(options) if isinstance(options, dict) else {}
     dry_run = _dry_run(options, dry_run_query)
@@ -93,6 +94,41 @@ async def evict(
             raise _still_processing(budget["metadata"]["name"]) from error
         raise
     return success(201)
+
+
+#: EvictionREST.AcceptsGroupVersion: kubectl drain posts either.
+ACCEPTED_VERSIONS = ("policy/v1", "policy/v1beta1")
+
+
+def _check_body(info: RequestInfo, body: Any) -> None:
+    """The create handler's checks (a missing apiVersion or kind is the endpoint's own,
+    policy/v1 Eviction; the namespace may be left out), then EvictionREST.Create's: the
+    Eviction names the pod of the URL."""
+    if not isinstance(body, dict):
+        raise APIError.bad_request("the request body must be a JSON or YAML object")
+    api_version = body.get("apiVersion") or "policy/v1"
+    kind = body.get("kind") or "Eviction"
+    if api_version not in ACCEPTED_VERSIONS:
+        raise APIError.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API "
+            "version (policy/v1)"
+        )
+    if kind != "Eviction":
+        # The decoder knows no such kind in the policy group (transformDecodeError).
+        version = api_version.rpartition("/")[2]
+        raise APIError.bad_request(
+            f'{kind} in version "{version}" cannot be handled as a Eviction: no kind "{kind}" '
+            f'is registered for version "{api_version}" in scheme '
+            '"pkg/api/legacyscheme/scheme.go:30"'
+        )
+    metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    namespace = metadata.get("namespace")
+    if namespace and namespace != info.namespace:
+        raise APIError.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    if (metadata.get("name") or "") != info.name:
+        raise APIError.bad_request("name in URL does not match name in Eviction object")
 
 
 def _dry_run(options: dict[str, Any], from_query: bool) -> bool:
