@@ -43,7 +43,15 @@ __all__ = ["ResourceHandlers", "json_response"]
 
 
 def json_response(body: Any, status: int = 200, content_type: str = "application/json") -> Response:
-    return Response(codec.encode(body), status_code=status, media_type=content_type)
+    response = Response(codec.encode(body), status_code=status, media_type=content_type)
+    # Every error Status is written here (the app's dispatch included): like upstream's
+    # ErrorNegotiated, one that tells the client when to retry says so in the header too.
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        details = body.get("details")
+        retry = details.get("retryAfterSeconds") if isinstance(details, dict) else None
+        if isinstance(retry, int) and retry > 0:
+            response.headers["Retry-After"] = str(retry)
+    return response
 
 
 def _query_int(request: Request, name: str) -> int | None:
