@@ -8,6 +8,8 @@ import itertools
 import httpx
 import pytest
 
+from taintplane.apiserver.strategies.policy import PodDisruptionBudgetStrategy
+
 PODS = "/api/v1/namespaces/default/pods"
 PDBS = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
 MERGE = {"Content-Type": "application/merge-patch+json"}
@@ -67,6 +69,10 @@ def evict(api, name, params=None, **options):
     if options:
         body["deleteOptions"] = options
     return api.post(f"{PODS}/{name}/eviction", json=body, params=params or {})
+
+
+def _no_errors(*_args):
+    return []
 
 
 SUCCESS = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
@@ -157,10 +163,14 @@ def test_a_budget_the_controller_has_not_processed_yet_refuses(api):
     assert "still being processed" in evict(api, name).text
 
 
-def test_a_negative_count_is_forbidden(api):
+def test_a_negative_count_is_forbidden(api, monkeypatch):
     app = _app()
     [name] = make_pods(api, app, 1)
-    budget = make_budget(api, app, minAvailable=1, status=budget_status(-1, 1, 1, 1))
+    # policy/v1 refuses a negative count; a policy/v1beta1 status write (not served here)
+    # could store one, as upstream's test writes it to storage.
+    with monkeypatch.context() as unchecked:
+        unchecked.setattr(PodDisruptionBudgetStrategy, "validate_status_update", _no_errors)
+        budget = make_budget(api, app, minAvailable=1, status=budget_status(-1, 1, 1, 1))
     refused = evict(api, name)
     assert (refused.status_code, refused.json()) == (
         403,

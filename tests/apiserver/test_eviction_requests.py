@@ -17,7 +17,7 @@ def api(cluster):
         yield client
 
 
-def running_pod(api) -> dict:
+def running_pod(api):
     name = f"req-{next(_names)}"
     body = {
         "metadata": {"name": name},

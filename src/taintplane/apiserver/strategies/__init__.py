@@ -20,6 +20,7 @@ from taintplane.apiserver.strategies.core import (
     RuntimeClassStrategy,
 )
 from taintplane.apiserver.strategies.pods import PodStrategy
+from taintplane.apiserver.strategies.policy import PodDisruptionBudgetStrategy
 from taintplane.apiserver.strategies.resource import (
     ClockedStrategy,
     DeviceClassStrategy,
@@ -41,6 +42,7 @@ _BY_KIND: dict[tuple[str, str], type[Strategy]] = {
     ("apps", "ReplicaSet"): ReplicaSetStrategy,
     ("apps", "DaemonSet"): DaemonSetStrategy,
     ("apps", "ControllerRevision"): ControllerRevisionStrategy,
+    ("policy", "PodDisruptionBudget"): PodDisruptionBudgetStrategy,
     ("node.k8s.io", "RuntimeClass"): RuntimeClassStrategy,
     ("scheduling.k8s.io", "PriorityClass"): PriorityClassStrategy,
     ("rbac.authorization.k8s.io", "Role"): RbacStrategy,
