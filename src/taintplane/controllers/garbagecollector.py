@@ -1,16 +1,20 @@
 """The garbage collector: dependents follow their owners (``metadata.ownerReferences``).
 
-As upstream's, for the kinds this cluster's controllers own (Pods, ReplicaSets,
-ControllerRevisions, Leases, owned by Deployments, ReplicaSets, DaemonSets and Nodes):
+As upstream's (pkg/controller/garbagecollector), for every kind the API server serves that can
+be listed, watched and deleted (found by discovery; events excepted, as upstream's ignored
+resources), through a graph of owners and dependents (:mod:`gcgraph`):
 
-- Background (the default of ``kubectl delete``): the owner is gone at once; a dependent all of
-  whose owners are gone — checked with a live GET, by uid, so a new owner of the same name
-  does not count — is deleted (in the background too, so a ReplicaSet's pods follow it).
+- A dependent whose owners are all absent — verified by a live GET, by uid, so a new owner of
+  the same name does not count — is deleted, with the propagation its own finalizers ask for
+  (Background by default, so a ReplicaSet's pods follow it). A dependent with at least one
+  valid owner only loses its dangling references.
 - Orphan (``--cascade=orphan``): the owner waits with the ``orphan`` finalizer while its
   dependents lose their reference to it; then the finalizer goes and so does the owner.
 - Foreground (``--cascade=foreground``): the owner waits with ``foregroundDeletion`` while its
-  dependents are deleted (foreground as well); once none that block owner deletion is left,
-  the finalizer goes.
+  dependents are deleted — in the foreground only those that have dependents themselves — and
+  loses the finalizer once no dependent that blocks owner deletion is left (at once when it
+  has none). A dependent with another valid owner is kept and loses its reference to the
+  owner being deleted.
 """
 
 from __future__ import annotations
@@ -20,228 +24,300 @@ from collections.abc import Callable
 from typing import Any
 
 from taintplane.api.scheme import SCHEME, ResourceType
-from taintplane.client import ApiError, Client, Informer, object_key, resource
+from taintplane.client import ApiError, Client, Informer
 from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
 from taintplane.clock import Clock
+from taintplane.controllers.gcgraph import FOREGROUND, ORPHAN, Graph, Identity, Node
 
-__all__ = ["GarbageCollector"]
+__all__ = ["IGNORED_RESOURCES", "GarbageCollector"]
 
 log = logging.getLogger(__name__)
 
-DEPENDENTS = (
-    resource("", "v1", "pods"),
-    resource("apps", "v1", "replicasets"),
-    resource("apps", "v1", "controllerrevisions"),
-    resource("coordination.k8s.io", "v1", "leases"),
-)
-OWNERS = (
-    resource("apps", "v1", "deployments"),
-    resource("apps", "v1", "replicasets"),
-    resource("apps", "v1", "daemonsets"),
-    resource("", "v1", "nodes"),
-)
+#: Upstream's DefaultIgnoredResources: (group, resource) the collector does not watch.
+IGNORED_RESOURCES = frozenset({("", "events"), ("events.k8s.io", "events")})
+DELETABLE_VERBS = frozenset({"delete", "list", "watch"})
+#: Upstream's rate limiter for items requeued until observed: 5 ms doubling to 1000 s.
+_REQUEUE_BASE, _REQUEUE_MAX = 0.005, 1000.0
+_CONFLICT_RETRIES = 5
 
 
-def _owner_refs(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    return [r for r in (obj.get("metadata") or {}).get("ownerReferences") or [] if r.get("uid")]
+class _NamespacedOwnerOfClusterScopedObject(Exception):
+    """A cluster-scoped object naming a namespaced owner: an error no retry resolves."""
 
 
 class GarbageCollector:
     def __init__(self, client: Client, clock: Clock, informers: SharedInformers) -> None:
         self.client = client
         self.clock = clock
-        self.dependents: dict[str, Informer] = {}
-        self.owners: dict[str, Informer] = {}
-        for rt in DEPENDENTS:
-            informer = informers.of(rt)
-            informer.add_index("owner-uid", lambda o: [r["uid"] for r in _owner_refs(o)])
-            informer.add_handlers(
-                self._seen_handler(rt),
-                self._updated_handler(rt),
-                self._dependent_gone,
-            )
-            self.dependents[rt.kind] = informer
-        for rt in OWNERS:
-            informer = informers.of(rt)
-            informer.add_handlers(
-                self._owner_changed, lambda old, new: self._owner_changed(new), self._owner_gone
-            )
-            self.owners[rt.kind] = informer
-        # Items: "dependent:<Kind>:<key>" to check for dangling owners, "owner:<Kind>:<key>"
-        # for an owner waiting on its dependents (orphan / foreground).
+        self.informers = informers
+        # Items: "delete:<uid>" (attemptToDelete) and "orphan:<uid>" (attemptToOrphan).
         self.queue = WorkQueue(clock, name="garbage-collector")
-
-    def _seen_handler(self, rt: ResourceType) -> Callable[[dict[str, Any]], None]:
-        return lambda obj: self._dependent_seen(rt, obj)
-
-    def _updated_handler(
-        self, rt: ResourceType
-    ) -> Callable[[dict[str, Any], dict[str, Any]], None]:
-        return lambda old, new: self._dependent_seen(rt, new)
+        self.graph = Graph(
+            lambda node: self.queue.add(f"delete:{node.identity.uid}"),
+            lambda node: self.queue.add(f"orphan:{node.identity.uid}"),
+        )
+        self.monitors: dict[str, Informer] = {}
+        self._unobserved_requeues: dict[str, int] = {}
 
     async def run(self) -> None:
+        for rt in await self._deletable_resources():
+            self._monitor(rt)
+        for informer in self.monitors.values():
+            await informer.synced.wait()
         await self.queue.run(self._sync)
 
-    # ---- events --------------------------------------------------------------------------
+    # ---- discovery and monitors --------------------------------------------------------------
 
-    def _dependent_seen(self, rt: ResourceType, obj: dict[str, Any]) -> None:
-        if _owner_refs(obj):
-            self.queue.add(f"dependent:{rt.kind}:{object_key(obj)}")
+    async def _deletable_resources(self) -> list[ResourceType]:
+        """Upstream's GetDeletableResources: the server's preferred version of every resource
+        with list, watch and delete."""
+        group_versions: list[tuple[str, str]] = [("", "v1")]
+        groups = await self.client.get_path("/apis")
+        for group in groups.get("groups") or []:
+            preferred = (group.get("preferredVersion") or {}).get("version")
+            versions = [v["version"] for v in group.get("versions") or []]
+            versions.sort(key=lambda v: v != preferred)
+            group_versions += [(group["name"], v) for v in versions]
+        found: dict[tuple[str, str], ResourceType] = {}
+        for group, version in group_versions:
+            path = f"/apis/{group}/{version}" if group else "/api/v1"
+            listed = await self.client.get_path(path)
+            for api_resource in listed.get("resources") or []:
+                plural = str(api_resource["name"])
+                if (
+                    "/" in plural
+                    or (group, plural) in IGNORED_RESOURCES
+                    or (group, plural) in found
+                ):
+                    continue
+                rt = SCHEME.lookup(group, version, plural)
+                if rt is not None and set(api_resource.get("verbs") or ()) >= DELETABLE_VERBS:
+                    found[(group, plural)] = rt
+        return list(found.values())
 
-    def _dependent_gone(self, obj: dict[str, Any]) -> None:
-        for ref in _owner_refs(obj):
-            owner = self._cached_owner(ref, (obj.get("metadata") or {}).get("namespace", ""))
-            if owner is not None and owner["metadata"].get("deletionTimestamp"):
-                self.queue.add(f"owner:{ref.get('kind')}:{object_key(owner)}")
+    def _monitor(self, rt: ResourceType) -> None:
+        informer = self.informers.of(rt)
+        api_version, kind = rt.api_version, rt.kind
+        informer.add_handlers(
+            lambda obj: self.graph.observe(api_version, kind, None, obj),
+            lambda old, new: self.graph.observe(api_version, kind, old, new),
+            self.graph.forget,
+        )
+        self.monitors[f"{rt.group}/{rt.plural}"] = informer
 
-    def _owner_changed(self, obj: dict[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
-        finalizers = meta.get("finalizers") or []
-        if meta.get("deletionTimestamp") and (
-            "orphan" in finalizers or "foregroundDeletion" in finalizers
+    # ---- work --------------------------------------------------------------------------------
+
+    async def _sync(self, item: str) -> None:
+        action, uid = item.split(":", 1)
+        node = self.graph.nodes.get(uid)
+        if node is None:
+            self._unobserved_requeues.pop(item, None)
+            return
+        if action == "orphan":
+            await self._orphan_dependents(node)
+            return
+        await self._attempt_to_delete(node)
+        if self.graph.nodes.get(uid) is node and not node.observed:
+            # A virtual node whose object exists: check again until an informer sees it.
+            count = self._unobserved_requeues.get(item, 0)
+            self._unobserved_requeues[item] = count + 1
+            self.queue.add_after(item, min(_REQUEUE_BASE * 2**count, _REQUEUE_MAX))
+        else:
+            self._unobserved_requeues.pop(item, None)
+
+    async def _attempt_to_delete(self, node: Node) -> None:
+        """Upstream's attemptToDeleteItem."""
+        if node.being_deleted and not node.deleting_dependents:
+            return  # on its way out; its dependents are looked at once it is gone
+        latest = await self._get(node.identity, node.identity.namespace)
+        if latest is None:
+            self.graph.virtual_delete(node)
+            return
+        if node.deleting_dependents:
+            await self._process_deleting_dependents(node, latest)
+            return
+        references = list(latest["metadata"].get("ownerReferences") or [])
+        if not references:
+            return
+        try:
+            solid, dangling, waiting = await self._classify(node, references)
+        except _NamespacedOwnerOfClusterScopedObject:
+            log.info("%s is cluster-scoped but names a namespaced owner", node.identity)
+            return
+        if solid:
+            if dangling or waiting:
+                # A reference to an owner waiting for its dependents goes too, or that owner
+                # would wait forever.
+                await self._remove_references(node, latest, {r["uid"] for r in dangling + waiting})
+            return
+        if waiting and node.dependents:
+            if any(dependent.deleting_dependents for dependent in node.dependents):
+                # Owner and dependent both wait for their dependents: unblock this object's
+                # references so that a cycle cannot hold them all.
+                await self._unblock_references(node, latest)
+            await self._delete(node, latest, "Foreground")
+            return
+        finalizers = latest["metadata"].get("finalizers") or []
+        if ORPHAN in finalizers:
+            policy = "Orphan"
+        elif FOREGROUND in finalizers:
+            policy = "Foreground"
+        else:
+            policy = "Background"
+        await self._delete(node, latest, policy)
+
+    async def _process_deleting_dependents(self, node: Node, latest: dict[str, Any]) -> None:
+        blocking = node.blocking_dependents()
+        if not blocking:
+            await self._remove_finalizer(node, latest, FOREGROUND)
+            return
+        for dependent in blocking:
+            if not dependent.deleting_dependents:
+                self.queue.add(f"delete:{dependent.identity.uid}")
+
+    async def _orphan_dependents(self, owner: Node) -> None:
+        """Upstream's attemptToOrphanWorker: every dependent loses its reference to the owner,
+        then the owner loses its ``orphan`` finalizer."""
+        for dependent in list(owner.dependents or ()):
+            latest = await self._get(dependent.identity, dependent.identity.namespace)
+            if latest is not None:
+                await self._remove_references(dependent, latest, {owner.identity.uid})
+        latest = await self._get(owner.identity, owner.identity.namespace)
+        if latest is not None:
+            await self._remove_finalizer(owner, latest, ORPHAN)
+
+    async def _classify(
+        self, node: Node, references: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """Upstream's classifyReferences: solid (the owner exists and is not waiting for its
+        dependents), dangling (absent), waiting for dependents' deletion."""
+        solid: list[dict[str, Any]] = []
+        dangling: list[dict[str, Any]] = []
+        waiting: list[dict[str, Any]] = []
+        for reference in references:
+            owner = await self._live_owner(node, reference)
+            if owner is None:
+                dangling.append(reference)
+            elif owner["metadata"].get("deletionTimestamp") and FOREGROUND in (
+                owner["metadata"].get("finalizers") or []
+            ):
+                waiting.append(reference)
+            else:
+                solid.append(reference)
+        return solid, dangling, waiting
+
+    async def _live_owner(self, node: Node, reference: dict[str, Any]) -> dict[str, Any] | None:
+        """Upstream's isDangling: the owner as the API server has it, None if it is absent
+        (no object of that name, or one with another uid)."""
+        api_version, kind = str(reference.get("apiVersion", "")), str(reference.get("kind", ""))
+        owner = Identity(str(reference["uid"]), api_version, kind, str(reference.get("name")), "")
+        if self.graph.known_absent(owner) or self.graph.known_absent(
+            owner._replace(namespace=node.identity.namespace)
         ):
-            self.queue.add(f"owner:{obj.get('kind')}:{object_key(obj)}")
-
-    def _owner_gone(self, obj: dict[str, Any]) -> None:
-        uid = (obj.get("metadata") or {}).get("uid")
-        for kind, informer in self.dependents.items():
-            for dependent in informer.by_index("owner-uid", str(uid)):
-                self.queue.add(f"dependent:{kind}:{object_key(dependent)}")
-
-    # ---- lookups ---------------------------------------------------------------------------
-
-    def _cached_owner(self, ref: dict[str, Any], namespace: str) -> dict[str, Any] | None:
-        informer = self.owners.get(str(ref.get("kind")))
-        if informer is None:
             return None
-        key = f"{namespace}/{ref.get('name')}" if informer.resource.namespaced else ref.get("name")
-        found = informer.get(str(key))
-        if found is None or found["metadata"].get("uid") != ref.get("uid"):
-            return None
-        return found
-
-    async def _owner_exists(self, ref: dict[str, Any], namespace: str) -> bool:
-        """Whether the referenced owner (that uid) exists: the cache first, then the API."""
-        if self._cached_owner(ref, namespace) is not None:
-            return True
-        api_version, kind = str(ref.get("apiVersion", "")), str(ref.get("kind", ""))
         rt = SCHEME.by_kind(api_version, kind)
         if rt is None:
-            return True  # a kind we cannot look up: never collect on a guess
+            # Upstream retries a kind its REST mapper does not know; never collect on a guess.
+            raise ApiError({"code": 500, "message": f"no resource for {api_version} {kind}"})
+        if rt.namespaced and not node.identity.namespace:
+            raise _NamespacedOwnerOfClusterScopedObject(str(node.identity))
+        if rt.namespaced:
+            owner = owner._replace(namespace=node.identity.namespace)
+        live = await self._get(owner, owner.namespace)
+        if live is None:
+            self.graph.mark_absent(owner)
+        return live
+
+    # ---- API calls ---------------------------------------------------------------------------
+
+    async def _get(self, identity: Identity, namespace: str) -> dict[str, Any] | None:
+        """The object by its coordinates; None when absent or of another uid."""
+        rt = SCHEME.by_kind(identity.api_version, identity.kind)
+        if rt is None:
+            raise ApiError({"code": 500, "message": f"no resource for {identity.kind}"})
         try:
-            owner = await self.client.get(
-                rt, str(ref.get("name")), namespace if rt.namespaced else ""
+            found = await self.client.get(rt, identity.name, namespace if rt.namespaced else "")
+        except ApiError as error:
+            if error.code == 404:
+                return None
+            raise
+        return found if found["metadata"].get("uid") == identity.uid else None
+
+    async def _delete(self, node: Node, latest: dict[str, Any], policy: str) -> None:
+        rt = _resource(node)
+        meta = latest["metadata"]
+        try:
+            await self.client.delete(
+                rt,
+                meta["name"],
+                meta.get("namespace", ""),
+                propagation=policy,
+                uid=node.identity.uid,
             )
         except ApiError as error:
             if error.code == 404:
-                return False
-            raise
-        return bool(owner["metadata"].get("uid") == ref.get("uid"))
-
-    # ---- work -------------------------------------------------------------------------------
-
-    async def _sync(self, item: str) -> None:
-        role, kind, key = item.split(":", 2)
-        if role == "dependent":
-            await self._collect_if_dangling(kind, key)
-        else:
-            await self._process_waiting_owner(kind, key)
-
-    async def _collect_if_dangling(self, kind: str, key: str) -> None:
-        informer = self.dependents[kind]
-        obj = informer.get(key)
-        if obj is None:
-            return
-        meta = obj["metadata"]
-        namespace = meta.get("namespace", "")
-        refs = _owner_refs(obj)
-        if not refs:
-            return
-        for ref in refs:
-            if await self._owner_exists(ref, namespace):
-                return  # upstream removes only the dangling references then; we keep them
-        try:
-            await self.client.delete(
-                informer.resource,
-                meta["name"],
-                namespace,
-                propagation="Background",
-                uid=str(meta.get("uid")),
-            )
-        except ApiError as error:
-            if error.code not in (404, 409):
+                self.graph.virtual_delete(node)
+            elif error.code != 409:
                 raise
 
-    async def _process_waiting_owner(self, kind: str, key: str) -> None:
-        informer = self.owners[kind]
-        owner = informer.get(key)
-        if owner is None:
-            return
-        meta = owner["metadata"]
-        finalizers = list(meta.get("finalizers") or [])
-        uid = str(meta.get("uid"))
-        dependents = [
-            (dependent_kind, dependent)
-            for dependent_kind, dependent_informer in self.dependents.items()
-            for dependent in dependent_informer.by_index("owner-uid", uid)
-        ]
-        if "orphan" in finalizers:
-            for dependent_kind, dependent in dependents:
-                await self._drop_reference(dependent_kind, dependent, uid)
-            await self._remove_finalizer(informer.resource, owner, "orphan")
-        elif "foregroundDeletion" in finalizers:
-            blocking = []
-            for dependent_kind, dependent in dependents:
-                ref = next(r for r in _owner_refs(dependent) if r["uid"] == uid)
-                if ref.get("blockOwnerDeletion"):
-                    blocking.append(dependent)
-                if not dependent["metadata"].get("deletionTimestamp"):
-                    dmeta = dependent["metadata"]
-                    try:
-                        await self.client.delete(
-                            self.dependents[dependent_kind].resource,
-                            dmeta["name"],
-                            dmeta.get("namespace", ""),
-                            propagation="Foreground",
-                            uid=str(dmeta.get("uid")),
-                        )
-                    except ApiError as error:
-                        if error.code not in (404, 409):
-                            raise
-            if not blocking:
-                await self._remove_finalizer(informer.resource, owner, "foregroundDeletion")
-
-    async def _drop_reference(self, kind: str, dependent: dict[str, Any], uid: str) -> None:
-        meta = dependent["metadata"]
-        kept = [r for r in meta.get("ownerReferences") or [] if r.get("uid") != uid]
-        patch = {
-            "metadata": {
-                "ownerReferences": kept or None,
-                "resourceVersion": meta.get("resourceVersion"),
-            }
-        }
-        try:
-            await self.client.patch(
-                self.dependents[kind].resource,
-                meta["name"],
-                patch,
-                namespace=meta.get("namespace", ""),
-            )
-        except ApiError as error:
-            if error.code != 404:
-                raise  # a conflict is retried with the fresh object
-
-    async def _remove_finalizer(
-        self, rt: ResourceType, owner: dict[str, Any], finalizer: str
+    async def _patch_metadata(
+        self, node: Node, latest: dict[str, Any], change: Callable[[dict[str, Any]], Any]
     ) -> None:
-        meta = owner["metadata"]
-        kept = [f for f in meta.get("finalizers") or [] if f != finalizer]
-        patch = {
-            "metadata": {"finalizers": kept or None, "resourceVersion": meta.get("resourceVersion")}
-        }
-        try:
-            await self.client.patch(rt, meta["name"], patch, namespace=meta.get("namespace", ""))
-        except ApiError as error:
-            if error.code != 404:
-                raise
+        """A merge patch of ``metadata`` (``change(meta)``; None: nothing to change) at the
+        object's resourceVersion; on a conflict, again with the object read afresh, as
+        upstream's retry.RetryOnConflict (its five steps)."""
+        rt = _resource(node)
+        for attempt in range(_CONFLICT_RETRIES):
+            meta = latest["metadata"]
+            fields = change(meta)
+            if fields is None:
+                return
+            patch = {"metadata": {**fields, "resourceVersion": meta.get("resourceVersion")}}
+            try:
+                await self.client.patch(
+                    rt, meta["name"], patch, namespace=meta.get("namespace", "")
+                )
+                return
+            except ApiError as error:
+                if error.code == 404:
+                    return
+                if error.code != 409 or attempt == _CONFLICT_RETRIES - 1:
+                    raise
+            fresh = await self._get(node.identity, node.identity.namespace)
+            if fresh is None:
+                return
+            latest = fresh
+
+    async def _remove_references(
+        self, node: Node, latest: dict[str, Any], owner_uids: set[str]
+    ) -> None:
+        def change(meta: dict[str, Any]) -> Any:
+            references = meta.get("ownerReferences") or []
+            kept = [r for r in references if r.get("uid") not in owner_uids]
+            return None if len(kept) == len(references) else {"ownerReferences": kept or None}
+
+        await self._patch_metadata(node, latest, change)
+
+    async def _unblock_references(self, node: Node, latest: dict[str, Any]) -> None:
+        def change(meta: dict[str, Any]) -> Any:
+            references = meta.get("ownerReferences") or []
+            unblocked = [r | {"blockOwnerDeletion": False} for r in references]
+            return None if unblocked == references else {"ownerReferences": unblocked}
+
+        await self._patch_metadata(node, latest, change)
+
+    async def _remove_finalizer(self, node: Node, latest: dict[str, Any], finalizer: str) -> None:
+        def change(meta: dict[str, Any]) -> Any:
+            finalizers = meta.get("finalizers") or []
+            kept = [f for f in finalizers if f != finalizer]
+            return None if len(kept) == len(finalizers) else {"finalizers": kept or None}
+
+        await self._patch_metadata(node, latest, change)
+
+
+def _resource(node: Node) -> ResourceType:
+    rt = SCHEME.by_kind(node.identity.api_version, node.identity.kind)
+    if rt is None:
+        raise ApiError({"code": 500, "message": f"no resource for {node.identity.kind}"})
+    return rt
