@@ -140,3 +140,83 @@ def test_status_writes_are_validated(api):
         "status.disruptionsAllowed: Invalid value: -1: must be greater than or equal to 0",
         "status.expectedPods: Invalid value: -3: must be greater than or equal to 0",
     ]
+
+
+# ---- the registry strategy (PrepareForCreate / PrepareForUpdate) and the status' encoding ----
+
+STATUS_ZERO = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
+
+
+def test_create_resets_the_status_and_spec_changes_bump_the_generation(api):
+    name = _name()
+    body = {
+        "metadata": {"name": name},
+        "spec": {"selector": SELECTOR, "minAvailable": 1},
+        "status": {"disruptionsAllowed": 5, "currentHealthy": 5, "observedGeneration": 3},
+    }
+    created = api.post(PDBS, json=body).json()
+    assert created["metadata"]["generation"] == 1
+    assert created["status"] == STATUS_ZERO  # never omitted, even before the controller
+    status = {**STATUS_ZERO, "observedGeneration": 1, "expectedPods": 2}
+    api.patch(f"{PDBS}/{name}/status", json={"status": status}, headers=MERGE)
+    labelled = api.patch(
+        f"{PDBS}/{name}", json={"metadata": {"labels": {"a": "b"}}}, headers=MERGE
+    ).json()
+    assert labelled["metadata"]["generation"] == 1
+    changed = api.patch(
+        f"{PDBS}/{name}",
+        json={"spec": {"minAvailable": 2}, "status": {"expectedPods": 9}},
+        headers=MERGE,
+    ).json()
+    assert changed["metadata"]["generation"] == 2
+    assert changed["status"] == status  # an update of the budget keeps the status
+    rewritten = api.patch(
+        f"{PDBS}/{name}/status",
+        json={"spec": {"minAvailable": 7}, "status": {"expectedPods": 3}},
+        headers=MERGE,
+    ).json()
+    assert rewritten["spec"]["minAvailable"] == 2  # a status write keeps the spec
+    assert rewritten["metadata"]["generation"] == 2
+
+
+def test_a_condition_without_observed_generation_is_stored_without_it(api):
+    name = _name()
+    assert create(api, name, {"selector": SELECTOR, "maxUnavailable": 1}).status_code == 201
+    condition = {
+        "type": "DisruptionAllowed",
+        "status": "False",
+        "observedGeneration": 0,
+        "reason": "SyncFailed",
+        "message": "",
+        "lastTransitionTime": "2025-01-01T00:00:00Z",
+    }
+    written = api.put(
+        f"{PDBS}/{name}/status",
+        json={
+            **api.get(f"{PDBS}/{name}").json(),
+            "status": {"disruptionsAllowed": 0, "conditions": [condition]},
+        },
+    )
+    assert written.status_code == 200, written.text
+    stored = written.json()["status"]
+    assert stored["conditions"] == [
+        {k: v for k, v in condition.items() if k != "observedGeneration"}
+    ]
+    assert {k: v for k, v in stored.items() if k != "conditions"} == STATUS_ZERO
+
+
+def test_the_official_client_reads_a_new_budget(cluster, api):
+    from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
+
+    name = _name()
+    assert create(api, name, {"selector": SELECTOR, "minAvailable": 1}).status_code == 201
+    api_client = k8s_config.new_client_from_config(config_file=str(cluster.kubeconfig_path))
+    try:
+        policy = k8s.PolicyV1Api(api_client)
+        read = policy.read_namespaced_pod_disruption_budget(name, "default")
+        assert (read.status.current_healthy, read.status.expected_pods) == (0, 0)
+        listed = policy.list_namespaced_pod_disruption_budget("default")
+        assert name in [b.metadata.name for b in listed.items]
+    finally:
+        api_client.close()

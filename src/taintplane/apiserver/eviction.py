@@ -121,7 +121,9 @@ def _check_body(info: RequestInfo, body: Any) -> None:
             f'is registered for version "{api_version}" in scheme '
             '"pkg/api/legacyscheme/scheme.go:30"'
         )
-    metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    metadata = body.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
     namespace = metadata.get("namespace")
     if namespace and namespace != info.namespace:
         raise APIError.bad_request(
@@ -241,18 +243,17 @@ async def _check_and_decrement(
 
 
 def _set_condition(status: dict[str, Any], now: str) -> None:
-    """UpdateDisruptionAllowedCondition once no disruption is left."""
-    status["conditions"] = set_status_condition(
-        status.get("conditions") or [],
-        {
-            "type": "DisruptionAllowed",
-            "status": "False",
-            "observedGeneration": int(status.get("observedGeneration") or 0),
-            "reason": "InsufficientPods",
-            "message": "",
-        },
-        now,
-    )
+    """UpdateDisruptionAllowedCondition once no disruption is left (observedGeneration is
+    omitempty in metav1.Condition)."""
+    condition: dict[str, Any] = {
+        "type": "DisruptionAllowed",
+        "status": "False",
+        "reason": "InsufficientPods",
+        "message": "",
+    }
+    if status.get("observedGeneration"):
+        condition["observedGeneration"] = int(status["observedGeneration"])
+    status["conditions"] = set_status_condition(status.get("conditions") or [], condition, now)
 
 
 async def _condition_and_delete(

@@ -37,7 +37,7 @@ from taintplane.clock import Clock
 from taintplane.controllers.disruption_scale import SyncError, expected_pods, selector_string
 from taintplane.controllers.workloads import is_pod_ready
 
-__all__ = ["DisruptionController"]
+__all__ = ["DisruptionController", "disruption_allowed_condition"]
 
 PDBS = resource("policy", "v1", "poddisruptionbudgets")
 REPLICASETS = resource("apps", "v1", "replicasets")
@@ -47,6 +47,22 @@ PODS = resource("", "v1", "pods")
 DELETION_TIMEOUT = timedelta(minutes=2)
 #: How long a DisruptionTarget condition may stand on a pod that does not go (upstream's).
 STALE_POD_DISRUPTION_TIMEOUT = timedelta(minutes=2)
+
+
+def disruption_allowed_condition(
+    allowed: bool, reason: str, message: str, observed_generation: int
+) -> dict[str, Any]:
+    """The DisruptionAllowed condition as UpdateDisruptionAllowedCondition writes it
+    (metav1.Condition's observedGeneration is omitempty: a budget never observed has none)."""
+    condition: dict[str, Any] = {
+        "type": "DisruptionAllowed",
+        "status": "True" if allowed else "False",
+        "reason": reason,
+        "message": message,
+    }
+    if observed_generation:
+        condition["observedGeneration"] = observed_generation
+    return condition
 
 
 def _healthy(pod: dict[str, Any], disrupted: dict[str, str]) -> bool:
@@ -219,13 +235,12 @@ class DisruptionController:
         # UpdateDisruptionAllowedCondition.
         status["conditions"] = set_status_condition(
             (pdb.get("status") or {}).get("conditions") or [],
-            {
-                "type": "DisruptionAllowed",
-                "status": "True" if allowed > 0 else "False",
-                "observedGeneration": status["observedGeneration"],
-                "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
-                "message": "",
-            },
+            disruption_allowed_condition(
+                allowed > 0,
+                "SufficientPods" if allowed > 0 else "InsufficientPods",
+                "",
+                status["observedGeneration"],
+            ),
             format_time(now),
         )
         if recheck is not None:
@@ -240,13 +255,9 @@ class DisruptionController:
         status["disruptionsAllowed"] = 0
         status["conditions"] = set_status_condition(
             status.get("conditions") or [],
-            {
-                "type": "DisruptionAllowed",
-                "status": "False",
-                "observedGeneration": int(status.get("observedGeneration") or 0),
-                "reason": "SyncFailed",
-                "message": message,
-            },
+            disruption_allowed_condition(
+                False, "SyncFailed", message, int(status.get("observedGeneration") or 0)
+            ),
             now,
         )
         return status

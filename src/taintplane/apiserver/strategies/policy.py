@@ -151,6 +151,27 @@ def _status(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class PodDisruptionBudgetStrategy(Strategy):
+    def default(self, obj: dict[str, Any]) -> None:
+        """What Go's serialization of PodDisruptionBudgetStatus writes whoever wrote it: the
+        four counters always (not omitempty, so the clients that require them can read a new
+        budget), a condition's observedGeneration only when set (metav1.Condition's is)."""
+        super().default(obj)
+        status = obj.get("status")
+        if not isinstance(status, dict):
+            return
+        for key in STATUS_COUNTS:
+            if status.get(key) is None:
+                status[key] = 0
+        if not status.get("observedGeneration"):
+            status.pop("observedGeneration", None)
+        for condition in status.get("conditions") or []:
+            if isinstance(condition, dict) and not condition.get("observedGeneration"):
+                condition.pop("observedGeneration", None)
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = dict.fromkeys(STATUS_COUNTS, 0)  # create cannot set status
+
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return self.validate_object_meta(obj) + validate_pdb_spec(spec_of(obj))
 

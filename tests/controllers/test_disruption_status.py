@@ -1,0 +1,65 @@
+"""The disruption controller's writes as upstream's encode them, and what it counts: a budget
+that fails safe before it was ever observed, a DisruptionTarget that has no transition time,
+a pod held back by a readiness gate."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from taintplane.agents.nodes import NodeShape
+from tests.controllers.harness import Sim, simulate
+from tests.controllers.test_disruption import (
+    COMPONENTS,
+    CONTROLLERS,
+    DAEMONSETS,
+    PDBS,
+    budget,
+)
+
+
+def _run(
+    tmp_path: Path,
+    scenario: Callable[[Sim], Awaitable[None]],
+    controllers: tuple[str, ...] = CONTROLLERS,
+) -> None:
+    simulate(
+        tmp_path,
+        scenario,
+        components=COMPONENTS,
+        controllers=controllers,
+        nodes=[NodeShape("node-1")],
+    )
+
+
+def test_a_budget_failing_safe_before_it_was_observed(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        daemon = {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "web"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "c", "image": "agent"}]},
+                },
+            },
+        }
+        await sim.client.create(DAEMONSETS, daemon, namespace="default")
+        await sim.advance(1)
+        await sim.client.create(PDBS, budget("max", maxUnavailable=1), namespace="default")
+        await sim.advance(1)
+        status = (await sim.client.get(PDBS, "max", "default"))["status"]
+        [condition] = status.pop("conditions")
+        # The counters are never omitted; the condition has no observedGeneration of 0.
+        assert status == {
+            "disruptionsAllowed": 0,
+            "currentHealthy": 0,
+            "desiredHealthy": 0,
+            "expectedPods": 0,
+        }
+        assert "observedGeneration" not in condition
+        assert condition["reason"] == "SyncFailed"
+
+    _run(tmp_path, scenario, (*CONTROLLERS, "daemonset-controller"))
