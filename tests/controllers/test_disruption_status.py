@@ -14,6 +14,8 @@ from tests.controllers.test_disruption import (
     CONTROLLERS,
     DAEMONSETS,
     PDBS,
+    PODS,
+    bare_pod,
     budget,
 )
 
@@ -63,3 +65,32 @@ def test_a_budget_failing_safe_before_it_was_observed(tmp_path: Path) -> None:
         assert condition["reason"] == "SyncFailed"
 
     _run(tmp_path, scenario, (*CONTROLLERS, "daemonset-controller"))
+
+
+def test_a_disruption_target_without_a_transition_time_is_stale_at_once(tmp_path: Path) -> None:
+    async def scenario(sim: Sim) -> None:
+        await sim.client.create(PODS, bare_pod("kept"), namespace="default")
+        await sim.advance(1)
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "EvictionByEvictionAPI",
+            "message": "Eviction API: evicting",
+        }
+        await sim.client.patch(
+            PODS,
+            "kept",
+            {"status": {"conditions": [condition]}},
+            namespace="default",
+            patch_type="strategic",
+            subresource="status",
+        )
+        pod = await sim.client.get(PODS, "kept", "default")
+        [written] = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+        assert written.get("lastTransitionTime") is None
+        await sim.advance(1)
+        pod = await sim.client.get(PODS, "kept", "default")
+        [reset] = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+        assert reset["status"] == "False"
+
+    _run(tmp_path, scenario)

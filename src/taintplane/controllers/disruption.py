@@ -133,7 +133,9 @@ class DisruptionController:
             or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
         ):
             return None
-        since = parse_timestamp(condition.get("lastTransitionTime")) or self.clock.now()
+        since = parse_timestamp(condition.get("lastTransitionTime"))
+        if since is None:
+            return 0.0  # Go's zero time: set longer ago than any timeout
         waited = (self.clock.now() - since).total_seconds()
         return max(0.0, STALE_POD_DISRUPTION_TIMEOUT.total_seconds() - waited)
 
