@@ -247,14 +247,13 @@ class Kubelets:
             )
 
     async def _renew_lease(self, node: SimulatedNode) -> None:
+        """Upstream's lease controller: a renewal changes only renewTime (the rest of the
+        lease as it is); a missing lease is created with the bare minimum newLease sets —
+        holder, duration, renewal and the Node as owner (no acquireTime, no transitions)."""
         now = self.clock.now()
-        spec = {
-            "holderIdentity": node.name,
-            "leaseDurationSeconds": self.config.node_lease_duration_seconds,
-            "renewTime": format_micro_time(now),
-        }
+        renewed = {"renewTime": format_micro_time(now)}
         try:
-            await self.client.patch(LEASES, node.name, {"spec": spec}, namespace=LEASE_NAMESPACE)
+            await self.client.patch(LEASES, node.name, {"spec": renewed}, namespace=LEASE_NAMESPACE)
         except ApiError as error:
             if error.code != 404:
                 log.info("kubelet %s: renewing the lease failed: %s", node.name, error)
@@ -269,7 +268,11 @@ class Kubelets:
                         {"apiVersion": "v1", "kind": "Node", "name": node.name, "uid": node.uid}
                     ],
                 },
-                "spec": {**spec, "acquireTime": format_micro_time(now)},
+                "spec": {
+                    "holderIdentity": node.name,
+                    "leaseDurationSeconds": self.config.node_lease_duration_seconds,
+                    **renewed,
+                },
             }
             try:
                 await self.client.create(LEASES, lease, namespace=LEASE_NAMESPACE)
