@@ -96,3 +96,35 @@ def test_cached_objects_carry_no_managed_fields_and_updates_from_them_keep_the_s
             assert "managedFields" not in cached["metadata"]
 
     asyncio.run(scenario())
+
+
+def test_cached_objects_hold_the_strings_they_share_once(tmp_path: Path) -> None:
+    """Equal values of different cached objects (and of one object) are one string, so a
+    large cache of pods does not hold each pod's image, node name and timestamps again."""
+
+    async def scenario() -> None:
+        clock = VirtualClock()
+        async with in_process_cluster(tmp_path, clock, nodes=[NodeShape("node-1")]) as cluster:
+            assert cluster.client is not None
+            assert cluster.controller_manager is not None
+            for name in ("a", "b"):
+                pod = {
+                    "metadata": {"name": name, "labels": {"app": "web"}},
+                    "spec": {
+                        "nodeName": "node-1",
+                        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                    },
+                }
+                await cluster.client.create(PODS, pod, namespace="default")
+            await clock.advance(1)
+            informer = cluster.controller_manager.informers.pods
+            a, b = informer.get("default/a"), informer.get("default/b")
+            assert a is not None
+            assert b is not None
+            assert a["status"]["phase"] == b["status"]["phase"] == "Running"
+            assert a["spec"]["containers"][0]["image"] is b["spec"]["containers"][0]["image"]
+            assert a["spec"]["nodeName"] is b["spec"]["nodeName"]
+            assert a["metadata"]["labels"]["app"] is b["metadata"]["labels"]["app"]
+            assert a["status"]["hostIP"] is b["status"]["hostIPs"][0]["ip"]
+
+    asyncio.run(scenario())

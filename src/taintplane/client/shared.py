@@ -7,13 +7,14 @@ keeps one cache and one watch per resource however many controllers read it.
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 from taintplane.api.scheme import ResourceType
 from taintplane.client.client import Client, resource
 from taintplane.client.informer import Informer, Transform
 
-__all__ = ["SharedInformers", "drop_managed_fields", "pod_node_name"]
+__all__ = ["SharedInformers", "compact", "drop_managed_fields", "intern_strings", "pod_node_name"]
 
 
 def pod_node_name(pod: dict[str, Any]) -> list[str]:
@@ -33,10 +34,38 @@ def drop_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+def intern_strings(node: dict[str, Any] | list[Any]) -> None:
+    """Replace every string value under ``node`` by its interned copy, in place. A decoded
+    object has a string of its own for every value, yet most values repeat from object to
+    object (images, node names, condition types and statuses, timestamps of one second, the
+    default tolerations): a third of a cached running pod, ~3 KB of ~9 KB. Costs ~5 µs a pod."""
+    intern = sys.intern
+    if isinstance(node, dict):
+        for key, value in node.items():
+            kind = type(value)
+            if kind is str:
+                node[key] = intern(value)  # replacing a value keeps the iteration valid
+            elif kind is dict or kind is list:
+                intern_strings(value)
+    else:
+        for at, value in enumerate(node):
+            kind = type(value)
+            if kind is str:
+                node[at] = intern(value)
+            elif kind is dict or kind is list:
+                intern_strings(value)
+
+
+def compact(obj: dict[str, Any]) -> dict[str, Any]:
+    """The shared informers' transform: without managedFields (as upstream's factories), and
+    with the strings it shares with other objects held once."""
+    drop_managed_fields(obj)
+    intern_strings(obj)
+    return obj
+
+
 class SharedInformers:
-    def __init__(
-        self, client: Client, *, transform: Transform | None = drop_managed_fields
-    ) -> None:
+    def __init__(self, client: Client, *, transform: Transform | None = compact) -> None:
         self.client = client
         self._transform = transform
         self._informers: dict[tuple[str, str, str], Informer] = {}
