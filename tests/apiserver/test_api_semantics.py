@@ -237,11 +237,33 @@ def test_a_finalizer_removed_after_the_final_deletion_lets_the_pod_go(api):
     assert api.get(path).status_code == 404
 
 
-def test_deleting_a_namespace_removes_its_objects(api):
-    api.post("/api/v1/namespaces", json={"metadata": {"name": "doomed"}})
+def test_deleting_a_namespace_terminates_it_until_it_is_finalized(api):
+    # The API server's part (pkg/registry/core/namespace/storage): DELETE starts the
+    # termination and keeps the content; emptying it is the namespace controller's (not
+    # running here: tests/controllers/test_namespace_deletion.py), which then removes the
+    # `kubernetes` spec finalizer through namespaces/NAME/finalize.
+    created = api.post("/api/v1/namespaces", json={"metadata": {"name": "doomed"}}).json()
+    assert created["spec"] == {"finalizers": ["kubernetes"]}
     api.post("/api/v1/namespaces/doomed/pods", json=pod("inside"))
     response = api.delete("/api/v1/namespaces/doomed")
+    assert response.status_code == 200
     assert response.json()["status"]["phase"] == "Terminating"
+    assert api.get("/api/v1/namespaces/doomed/pods/inside").status_code == 200
+    again = api.delete("/api/v1/namespaces/doomed")  # still terminating: the object, 200
+    assert again.status_code == 200
+    assert again.json()["metadata"]["deletionTimestamp"]
+    refused = api.post("/api/v1/namespaces/doomed/pods", json=pod("late"))
+    assert refused.status_code == 403
+    # An update of the namespace keeps its spec finalizers and so the namespace.
+    labelled = api.patch(
+        "/api/v1/namespaces/doomed",
+        json={"metadata": {"labels": {"a": "b"}}, "spec": {"finalizers": []}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    ).json()
+    assert labelled["spec"]["finalizers"] == ["kubernetes"]
+    finalize = {**labelled, "spec": {"finalizers": []}}
+    finalized = api.put("/api/v1/namespaces/doomed/finalize", json=finalize)
+    assert finalized.status_code == 200
     events = watch_lines(
         api,
         "/api/v1/namespaces",
@@ -249,10 +271,10 @@ def test_deleting_a_namespace_removes_its_objects(api):
             "resourceVersion": response.json()["metadata"]["resourceVersion"],
             "fieldSelector": "metadata.name=doomed",
         },
-        1,
+        2,
     )
-    assert events[0]["type"] == "DELETED"
-    assert api.get("/api/v1/namespaces/doomed/pods/inside").status_code == 404
+    assert [e["type"] for e in events] == ["MODIFIED", "DELETED"]
+    assert api.get("/api/v1/namespaces/doomed").status_code == 404
 
 
 def test_dry_run_changes_nothing(api):

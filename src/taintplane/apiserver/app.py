@@ -1,4 +1,4 @@
-"""The API server as an ASGI application: routing, error handling, namespace lifecycle."""
+"""The API server as an ASGI application: routing, error handling, start-up."""
 
 from __future__ import annotations
 
@@ -82,7 +82,8 @@ class APIServer:
     # ---- start-up --------------------------------------------------------------------------
 
     async def bootstrap(self) -> None:
-        """Create the default namespaces; resume finalizing namespaces being deleted."""
+        """Create the default namespaces and the system priority classes. (Namespaces being
+        deleted are the namespace controller's: it empties and finalizes them.)"""
         ns_type = self._namespaces()
         for name in DEFAULT_NAMESPACES:
             try:
@@ -93,9 +94,6 @@ class APIServer:
         await create_system_priority_classes(self.registry, self.scheme)
         if self.guard is not None:
             await self.guard.bootstrap(self.registry, self.scheme)
-        for namespace in (await self.registry.list(ns_type, "")).items:
-            if namespace["metadata"].get("deletionTimestamp"):
-                self._finalize_later(namespace["metadata"]["name"])
         self._spawn(self._compact_periodically())
 
     async def _compact_periodically(self) -> None:
@@ -213,10 +211,7 @@ class APIServer:
         view = VIEWS.get((group, version, info.resource.plural))
         if view is not None:
             return await self._converted(request, info, view)
-        response = await self.handlers.handle(request, info)
-        if info.resource.kind == "Namespace" and request.method == "DELETE" and info.name:
-            self._finalize_later(info.name)
-        return response
+        return await self.handlers.handle(request, info)
 
     async def _converted(self, request: Request, info: RequestInfo, view: View) -> Response:
         """A request for a kind served from another version's storage: convert the body in,
@@ -246,31 +241,6 @@ class APIServer:
             return response
         converted = view.from_storage(orjson.loads(bytes(response.body)))
         return json_response(converted, response.status_code)
-
-    # ---- namespace lifecycle ---------------------------------------------------------------
-
-    def _finalize_later(self, namespace: str) -> None:
-        self._spawn(self._finalize_namespace(namespace))
-
-    async def _finalize_namespace(self, namespace: str) -> None:
-        """Delete everything in a namespace being deleted, then the namespace itself (the
-        namespace controller's job, done here until the controller-manager exists)."""
-        try:
-            obj = await self.registry.get(self._namespaces(), "", namespace)
-        except APIError:
-            return
-        if not obj["metadata"].get("deletionTimestamp"):
-            return
-        for resource in self.scheme:
-            if not resource.namespaced:
-                continue
-            for item in (await self.registry.list(resource, namespace)).items:
-                try:
-                    await self.registry.remove(resource, namespace, item["metadata"]["name"])
-                except APIError as error:
-                    if error.code != 404:
-                        raise
-        await self.registry.remove(self._namespaces(), "", namespace)
 
     async def close(self) -> None:
         for task in list(self._background):

@@ -41,7 +41,18 @@ from taintplane.clock import Clock
 from taintplane.store import errors as store_errors
 from taintplane.store.interface import Store
 
-__all__ = ["Admit", "Apply", "ListPage", "Registry", "WatchItem", "WatchProgress"]
+__all__ = [
+    "IMMORTAL_NAMESPACES",
+    "Admit",
+    "Apply",
+    "ListPage",
+    "Registry",
+    "WatchItem",
+    "WatchProgress",
+]
+
+#: The namespaces NamespaceLifecycle admission never lets be deleted (kube-node-lease may be).
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
 
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
@@ -163,13 +174,23 @@ class Registry(RegistryReads):
         kv = await self.store.get(self._key(ns_type, "", namespace))
         if kv is None:
             raise APIError.not_found(ns_type, namespace)
-        if meta(self._decode(kv)).get("deletionTimestamp"):
-            raise APIError.forbidden(
+        if (self._decode(kv).get("status") or {}).get("phase") == "Terminating":
+            # NamespaceLifecycle admission: admission.NewForbidden names an object without a
+            # name yet "Unknown", and the Status carries a NamespaceTerminating cause.
+            refusal = APIError.forbidden(
                 resource,
-                name,
+                name or "Unknown",
                 f"unable to create new content in namespace {namespace} because it is being "
                 "terminated",
             )
+            refusal.status["details"]["causes"] = [
+                {
+                    "reason": "NamespaceTerminating",
+                    "message": f"namespace {namespace} is being terminated",
+                    "field": "metadata.namespace",
+                }
+            ]
+            raise refusal
         self._open_namespaces.add(namespace)
 
     # ---- update ----------------------------------------------------------------------------
@@ -264,6 +285,11 @@ class Registry(RegistryReads):
         if subresource == "status":
             strategy.prepare_for_status_update(new, old)
             check = strategy.validate_status_update
+        elif subresource == "finalize":
+            # namespaces/finalize (upstream's FinalizeStrategy): spec.finalizers and metadata
+            # may change, the status stays.
+            new["status"] = old.get("status") or {}
+            check = strategy.validate_update
         elif subresource == "binding":
             # Binding sets spec.nodeName and a status condition: its own rules, checked by
             # the caller, and neither the spec nor the status update rules apply.
@@ -293,10 +319,12 @@ class Registry(RegistryReads):
             old_meta.get("deletionTimestamp")
             and not new_meta.get("finalizers")
             and not int(old_meta.get("deletionGracePeriodSeconds") or 0)
+            and not _spec_finalizers(resource, new)
         ):
             # An object being deleted with no finalizer left goes now — once its grace period
             # is over (upstream's shouldDeleteDuringUpdate): a pod still terminating gracefully
-            # stays for its kubelet's status updates and final deletion.
+            # stays for its kubelet's status updates and final deletion; a namespace also
+            # waits for its spec.finalizers (ShouldDeleteNamespaceDuringUpdate).
             await self._delete_now(resource, namespace, name, key, int(old_meta["resourceVersion"]))
             return new
         try:
@@ -324,6 +352,10 @@ class Registry(RegistryReads):
     ) -> tuple[dict[str, Any], bool]:
         """Delete, or start a graceful deletion. Returns the object and whether it is gone.
 
+        A namespace's deletion only starts its termination (phase Terminating): the namespace
+        controller empties it and removes its ``kubernetes`` spec finalizer through the
+        finalize subresource, and the update that leaves no finalizer deletes it.
+
         ``propagation`` Orphan or Foreground puts the garbage collector's finalizer on the
         object (``orphan`` / ``foregroundDeletion``), so it stays until the collector has
         orphaned or deleted its dependents; Background (the default) deletes it now and lets
@@ -332,6 +364,9 @@ class Registry(RegistryReads):
         A write by someone else between reading the object and writing it does not fail the
         request: it is read again and the deletion decided anew (GuaranteedUpdate), so only
         the caller's own preconditions can answer 409."""
+        if resource.kind == "Namespace" and not resource.group and name in IMMORTAL_NAMESPACES:
+            # NamespaceLifecycle admission refuses before anything is read.
+            raise APIError.forbidden(resource, name, "this namespace may not be deleted")
         while True:
             try:
                 return await self._delete_once(
@@ -402,9 +437,7 @@ class Registry(RegistryReads):
                     # Already being deleted: only the garbage collection policy changes.
                     grace = max(grace, int(metadata.get("deletionGracePeriodSeconds") or 0))
                     metadata.pop("deletionTimestamp")
-        finalizers = metadata.get("finalizers") or []
-        if resource.kind == "Namespace":
-            finalizers = [*finalizers, *((obj.get("spec") or {}).get("finalizers") or [])]
+        finalizers = [*(metadata.get("finalizers") or []), *_spec_finalizers(resource, obj)]
         if grace > 0 or finalizers:
             if metadata.get("deletionTimestamp") and grace >= int(
                 metadata.get("deletionGracePeriodSeconds") or 0
@@ -413,7 +446,8 @@ class Registry(RegistryReads):
             if dry_run:
                 return obj, False
             metadata["deletionTimestamp"] = format_time(self.clock.now() + timedelta(seconds=grace))
-            metadata["deletionGracePeriodSeconds"] = grace
+            if resource.kind != "Namespace":  # upstream's namespace Delete sets no grace
+                metadata["deletionGracePeriodSeconds"] = grace
             if not was_deleting and int(metadata.get("generation") or 0) > 0:
                 # Controllers act differently on an object being deleted: a new generation
                 # (BeforeDelete for graceful deletion, markAsDeleting for finalizers).
@@ -440,16 +474,6 @@ class Registry(RegistryReads):
         )
         metadata["resourceVersion"] = str(revision)
         return obj, True
-
-    async def remove(self, resource: ResourceType, namespace: str, name: str) -> None:
-        """Delete at once, ignoring grace periods and finalizers (for the system's own use:
-        finishing a namespace, collecting a pod whose node is gone)."""
-        key = self._key(resource, namespace, name)
-        try:
-            await self.store.delete(key)
-        except store_errors.StoreError as error:
-            raise from_store_error(error, resource, name) from error
-        self._written(resource)
 
     async def _delete_now(
         self,
@@ -504,6 +528,13 @@ _MAX_GENERATED_PREFIX = 58
 
 def _generate_name(prefix: str) -> str:
     return prefix[:_MAX_GENERATED_PREFIX] + "".join(_UNIQUE.choices(_NAME_SUFFIX_ALPHABET, k=5))
+
+
+def _spec_finalizers(resource: ResourceType, obj: dict[str, Any]) -> list[str]:
+    """A namespace's spec.finalizers (``kubernetes``): they too hold its final deletion."""
+    if resource.kind != "Namespace" or resource.group:
+        return []
+    return list((obj.get("spec") or {}).get("finalizers") or [])
 
 
 def _without_times(obj: dict[str, Any]) -> dict[str, Any]:

@@ -55,7 +55,12 @@ class NamespaceStrategy(Strategy):
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         super().prepare_for_create(obj)
-        obj["spec"] = {"finalizers": ["kubernetes"]}
+        # The namespace controller's finalizer is always there at creation (it may be
+        # removed later through namespaces/finalize), after any the client asked for.
+        finalizers = list((obj.get("spec") or {}).get("finalizers") or [])
+        if "kubernetes" not in finalizers:
+            finalizers.append("kubernetes")
+        obj["spec"] = {"finalizers": finalizers}
         obj["status"] = {"phase": "Active"}
 
     def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
