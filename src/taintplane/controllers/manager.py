@@ -23,6 +23,7 @@ from taintplane.controllers.deployment import DeploymentController
 from taintplane.controllers.devicetainteviction import DeviceTaintEvictionController
 from taintplane.controllers.disruption import DisruptionController
 from taintplane.controllers.garbagecollector import GarbageCollector
+from taintplane.controllers.namespace import NamespaceController
 from taintplane.controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
 from taintplane.controllers.podgc import PodGCController
 from taintplane.controllers.replicaset import ReplicaSetController
@@ -147,6 +148,7 @@ _FACTORIES: dict[str, Factory] = {
     "daemonset-controller": _daemonset,
     "pod-garbage-collector-controller": _podgc,
     "garbage-collector-controller": lambda m: GarbageCollector(m.client, m.clock, m.informers),
+    "namespace-controller": lambda m: NamespaceController(m.client, m.clock, m.informers),
     "disruption-controller": lambda m: DisruptionController(m.client, m.clock, m.informers),
     "resourceclaim-controller": lambda m: ResourceClaimController(m.client, m.clock, m.informers),
 }
