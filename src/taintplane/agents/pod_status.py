@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from taintplane.api.gofmt import go_quote
 from taintplane.api.podconditions import update_pod_condition
 from taintplane.client.informer import object_key
 
@@ -28,6 +29,7 @@ __all__ = [
     "generate_status",
     "is_restartable_init",
     "owned_view",
+    "status_patch",
 ]
 
 #: Conditions the kubelet owns (``PodConditionByKubelet``), in the order it reports them.
@@ -205,7 +207,27 @@ def adopt_pod(pod: dict[str, Any], host_ip: str) -> PodRun:
     return run
 
 
-def _kubelet_conditions(run: PodRun, phase: str) -> list[dict[str, Any]]:
+def _readiness_gates_unready(pod: dict[str, Any], conditions: list[dict[str, Any]]) -> str:
+    """GeneratePodReadyCondition's message for the readiness gates whose condition (written
+    by someone else) is missing or not True; empty when every gate is met."""
+    by_type = {c.get("type"): c for c in conditions}
+    unready = []
+    for gate in (pod.get("spec") or {}).get("readinessGates") or []:
+        kind = str((gate or {}).get("conditionType") or "")
+        condition = by_type.get(kind)
+        if condition is None:
+            unready.append(
+                f"corresponding condition of pod readiness gate {go_quote(kind)} does not exist."
+            )
+        elif condition.get("status") != "True":
+            unready.append(
+                f'the status of pod readiness gate {go_quote(kind)} is not "True", but '
+                f"{condition.get('status') or ''}"
+            )
+    return ", ".join(unready)
+
+
+def _kubelet_conditions(run: PodRun, phase: str, gates_unready: str) -> list[dict[str, Any]]:
     terminal = phase in ("Succeeded", "Failed")
     all_ready = not terminal and all(c.status()["ready"] for c in run.containers)
     sandbox = "False" if terminal else "True"
@@ -230,6 +252,14 @@ def _kubelet_conditions(run: PodRun, phase: str) -> list[dict[str, Any]]:
         if not all_ready:
             for condition in wanted[2:]:
                 condition["reason"] = "ContainersNotReady"
+        elif gates_unready:
+            # Ready waits for the gates; ContainersReady does not.
+            wanted[2] = {
+                "type": "Ready",
+                "status": "False",
+                "reason": "ReadinessGatesNotReady",
+                "message": gates_unready,
+            }
     wanted.append({"type": "PodScheduled", "status": "True"})
     return wanted
 
@@ -241,7 +271,12 @@ def generate_status(pod: dict[str, Any], run: PodRun, now: str) -> dict[str, Any
     # Others' conditions first (DisruptionTarget, readiness gates), then the kubelet's own,
     # with transition times as UpdatePodCondition keeps them.
     scratch = {"status": {"conditions": [dict(c) for c in old.get("conditions") or []]}}
-    wanted = _kubelet_conditions(run, phase)
+    others = [
+        c
+        for c in scratch["status"]["conditions"]
+        if isinstance(c, dict) and c.get("type") not in KUBELET_CONDITIONS
+    ]
+    wanted = _kubelet_conditions(run, phase, _readiness_gates_unready(pod, others))
     generation = (pod.get("metadata") or {}).get("generation")
     if isinstance(generation, int):
         # PodObservedGenerationTracking: the spec generation this status reflects.
@@ -275,11 +310,27 @@ def generate_status(pod: dict[str, Any], run: PodRun, now: str) -> dict[str, Any
     return status
 
 
+def status_patch(status: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+    """``status`` as the strategic merge patch the status manager sends: the conditions'
+    order, and a null for a reason or message a kubelet condition no longer has (a Ready
+    that was held back by a readiness gate drops the gate's message when it turns True)."""
+    before = {c.get("type"): c for c in old.get("conditions") or [] if isinstance(c, dict)}
+    conditions = []
+    for condition in status["conditions"]:
+        stored = before.get(condition.get("type"))
+        if stored is not None and condition.get("type") in KUBELET_CONDITIONS:
+            dropped = [k for k in ("reason", "message") if k in stored and k not in condition]
+            condition = {**condition, **dict.fromkeys(dropped)}
+        conditions.append(condition)
+    order = [{"type": c["type"]} for c in status["conditions"]]
+    return {**status, "conditions": conditions, "$setElementOrder/conditions": order}
+
+
 def owned_view(status: dict[str, Any]) -> Any:
     """The parts of a status the kubelet owns, transition times left out: equal views mean
     nothing of the kubelet's needs writing."""
     conditions = sorted(
-        (str(c.get("type")), c.get("status"), c.get("reason"))
+        (str(c.get("type")), c.get("status"), c.get("reason"), c.get("message"))
         for c in status.get("conditions") or []
         if isinstance(c, dict) and c.get("type") in KUBELET_CONDITIONS
     )

@@ -42,6 +42,7 @@ from taintplane.agents.pod_status import (
     generate_status,
     owned_view,
     start_pod,
+    status_patch,
 )
 from taintplane.api.decoding import format_time, parse_timestamp
 from taintplane.client import ApiError, resource
@@ -294,8 +295,7 @@ class PodRuntime:
         if digest == run.last_sent and not reconciling:
             self.diverged.add(key)
             return
-        order = [{"type": c["type"]} for c in status["conditions"]]
-        if await self._patch_status(pod, {**status, "$setElementOrder/conditions": order}):
+        if await self._patch_status(pod, status_patch(status, pod.get("status") or {})):
             run.last_sent = digest
 
     async def _patch_status(self, pod: dict[str, Any], status: dict[str, Any]) -> bool:
@@ -356,8 +356,7 @@ class PodRuntime:
             if run is not None and run.running() and not is_static(pod):
                 run.stop_all(exit_code, format_time(clock.now()))
                 status = generate_status(pod, run, format_time(clock.now()))
-                order = [{"type": c["type"]} for c in status["conditions"]]
-                await self._patch_status(pod, {**status, "$setElementOrder/conditions": order})
+                await self._patch_status(pod, status_patch(status, pod.get("status") or {}))
             await self.kubelets.client.delete(PODS, name, namespace, grace_period=0, uid=uid)
         except ApiError as error:
             if error.code != 404:
