@@ -1,13 +1,18 @@
-"""Watch bookmarks and timeouts on virtual time: exact instants, no sleeping."""
+"""Watch bookmarks on virtual time (exact instants, no sleeping); watch timeouts on the wall
+clock, since they bound the HTTP request."""
 
 import asyncio
 import json
 import queue
 import threading
+import time
 from typing import Any
 
 import httpx
 import pytest
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes import watch as k8s_watch
 
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import running_cluster
@@ -30,14 +35,17 @@ def open_watch(cluster, params):
     started = threading.Event()
 
     def run():
-        with (
-            httpx.Client(base_url=cluster.url, timeout=30) as client,
-            client.stream("GET", "/api/v1/nodes", params={**params, "watch": "true"}) as response,
-        ):
-            started.set()
-            for line in response.iter_lines():
-                if line:
-                    events.put(json.loads(line))
+        try:
+            with (
+                httpx.Client(base_url=cluster.url, timeout=30) as client,
+                client.stream("GET", "/api/v1/nodes", params={**params, "watch": "true"}) as resp,
+            ):
+                started.set()
+                for line in resp.iter_lines():
+                    if line:
+                        events.put(json.loads(line))
+        except httpx.RemoteProtocolError:
+            pass  # a watch without a timeout is cut when the cluster stops
         events.put(None)
 
     threading.Thread(target=run, daemon=True).start()
@@ -61,21 +69,57 @@ def test_bookmarks_arrive_on_the_interval_only_when_asked(virtual):
     cluster, clock = virtual
     with httpx.Client(base_url=cluster.url) as client:
         rv = client.get("/api/v1/nodes").json()["metadata"]["resourceVersion"]
-    asked = open_watch(
-        cluster, {"resourceVersion": rv, "allowWatchBookmarks": "true", "timeoutSeconds": "150"}
-    )
-    not_asked = open_watch(cluster, {"resourceVersion": rv, "timeoutSeconds": "150"})
-    wait_for_sleepers(cluster, clock, 3)
+    asked = open_watch(cluster, {"resourceVersion": rv, "allowWatchBookmarks": "true"})
+    # timeoutSeconds counts the wall clock: this one ends a real second from now, after the
+    # virtual minutes below have been advanced through (without a bookmark).
+    not_asked = open_watch(cluster, {"resourceVersion": rv, "timeoutSeconds": "1"})
+    wait_for_sleepers(cluster, clock, 1)
     advance(cluster, clock, 60)
     bookmark = asked.get(timeout=10)
     assert bookmark == {
         "type": "BOOKMARK",
         "object": {"kind": "Node", "apiVersion": "v1", "metadata": {"resourceVersion": rv}},
     }
-    advance(cluster, clock, 90)  # t=150: both streams end at their timeout
+    advance(cluster, clock, 60)
     assert asked.get(timeout=10)["type"] == "BOOKMARK"  # t=120
-    assert asked.get(timeout=10) is None
     assert not_asked.get(timeout=10) is None
+
+
+def test_watch_timeout_counts_the_wall_clock_not_virtual_time(virtual):
+    """A request timeout is the HTTP request's: the watch ends after timeoutSeconds of real
+    time with the virtual clock standing still. This waits one real second, the smallest
+    timeout there is: the wall clock is what is tested."""
+    cluster, clock = virtual
+    with httpx.Client(base_url=cluster.url, timeout=30) as client:
+        rv = client.get("/api/v1/nodes").json()["metadata"]["resourceVersion"]
+        virtual_start = clock.monotonic()
+        started = time.monotonic()
+        params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "1"}
+        response = client.get("/api/v1/nodes", params=params)
+        elapsed = time.monotonic() - started
+    assert response.status_code == 200
+    assert response.text == ""
+    assert 0.9 <= elapsed < 5
+    assert clock.monotonic() == virtual_start  # no virtual time passed
+
+
+def test_official_client_watch_timeout_returns_on_virtual_time(virtual):
+    cluster, _ = virtual
+    api_client = k8s_config.new_client_from_config(config_file=str(cluster.kubeconfig_path))
+    try:
+        core = k8s.CoreV1Api(api_client)
+        rv = core.list_node().metadata.resource_version
+        started = time.monotonic()
+        events = list(
+            k8s_watch.Watch().stream(
+                core.list_node, resource_version=rv, timeout_seconds=1, _request_timeout=10
+            )
+        )
+        elapsed = time.monotonic() - started
+    finally:
+        api_client.close()
+    assert events == []
+    assert 0.9 <= elapsed < 5
 
 
 def test_history_is_compacted_every_five_minutes(virtual):

@@ -37,7 +37,7 @@ from taintplane.apiserver.status import APIError, success
 from taintplane.apiserver.subresources import bind
 from taintplane.apiserver.tables import table_for
 from taintplane.apiserver.watch_stream import watch_lines
-from taintplane.clock import Clock
+from taintplane.clock import Clock, RealClock
 
 __all__ = ["ResourceHandlers", "json_response"]
 
@@ -86,6 +86,11 @@ class ResourceHandlers:
     ) -> None:
         self.registry = registry
         self.clock = clock
+        # Request timeouts (a watch's timeoutSeconds) bound how long an HTTP request is held
+        # open, as kube-apiserver's do: they count the wall clock even when the cluster runs
+        # on virtual time, or a watch asked to end in a second would wait for the next
+        # 'taintplane clock advance' and a client's timeout_seconds would never return.
+        self.request_clock: Clock = RealClock()
         self.bookmark_interval = bookmark_interval
 
     async def handle(self, request: Request, info: RequestInfo) -> Response:
@@ -527,6 +532,7 @@ class ResourceHandlers:
             events,
             progress,
             self.clock,
+            request_clock=self.request_clock,
             table=table,
             bookmark_interval=self.bookmark_interval if bookmarks else None,
             timeout=timeout,

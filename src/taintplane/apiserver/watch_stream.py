@@ -23,6 +23,7 @@ async def watch_lines(
     progress: WatchProgress,
     clock: Clock,
     *,
+    request_clock: Clock,
     table: bool,
     bookmark_interval: float | None,
     timeout: int | None,
@@ -30,7 +31,9 @@ async def watch_lines(
 ) -> AsyncIterator[bytes]:
     """The body of a watch response, one JSON event per line: the registry's events (as
     Tables when asked), BOOKMARKs every ``bookmark_interval`` seconds when asked, an ERROR
-    event when the watch fails, and the end after ``timeoutSeconds``."""
+    event when the watch fails, and the end after ``timeoutSeconds`` on ``request_clock``
+    (the timeout bounds the HTTP request, so it runs on the wall clock even when ``clock``,
+    the simulated world's, is virtual)."""
     queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
     async def pump() -> None:
@@ -41,18 +44,21 @@ async def watch_lines(
             await queue.put(("error", error.status))
         await queue.put(("end", None))
 
-    async def ticker(kind: str, seconds: float) -> None:
+    async def ticker(kind: str, seconds: float, on: Clock) -> None:
         while True:
-            await clock.sleep(seconds)
+            await on.sleep(seconds)
             # A bookmark's revision is fixed when it is queued: every event up to it is
             # already ahead of it in the queue.
             await queue.put((kind, str(progress.bookmark())))
 
     tasks = [asyncio.create_task(pump())]
-    if timeout is not None and timeout > 0:
-        tasks.append(asyncio.create_task(ticker("end", timeout)))
+    # Upstream (endpoints/handlers/watch.go) ends a watch of negative timeoutSeconds at once;
+    # 0 or none is its --min-request-timeout default, random in 1800-3600 s, which taintplane
+    # leaves out: such a watch stays open until the client leaves.
+    if timeout is not None and timeout != 0:
+        tasks.append(asyncio.create_task(ticker("end", timeout, request_clock)))
     if bookmark_interval is not None:
-        tasks.append(asyncio.create_task(ticker("bookmark", bookmark_interval)))
+        tasks.append(asyncio.create_task(ticker("bookmark", bookmark_interval, clock)))
     first_table = True
     try:
         while True:
