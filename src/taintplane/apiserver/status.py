@@ -180,7 +180,7 @@ def from_store_error(error: store_errors.StoreError, resource: ResourceType, nam
         return APIError.make(
             504,
             "Timeout",
-            f"Too large resource version: {error.requested}, current: {error.current}",
+            f"Timeout: Too large resource version: {error.requested}, current: {error.current}",
             {
                 "causes": [
                     {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
