@@ -12,6 +12,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from taintplane.api.gofmt import go_quote
 from taintplane.api.scheme import ResourceType
 from taintplane.api.selectors import (
     FieldSelector,
@@ -20,7 +21,7 @@ from taintplane.api.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from taintplane.apiserver import codec, fieldmanager
+from taintplane.apiserver import codec, fieldmanager, warning
 from taintplane.apiserver.codec import clone
 from taintplane.apiserver.delete_options import propagation_policy
 from taintplane.apiserver.eviction import evict
@@ -29,8 +30,10 @@ from taintplane.apiserver.patch import (
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
+    go_value,
 )
 from taintplane.apiserver.registry import Apply, Registry, WatchProgress
+from taintplane.apiserver.registry_checks import DecodeFailure
 from taintplane.apiserver.requestinfo import RequestInfo
 from taintplane.apiserver.scale import apply_scale, scale_of
 from taintplane.apiserver.status import APIError, success
@@ -94,6 +97,19 @@ class ResourceHandlers:
         self.bookmark_interval = bookmark_interval
 
     async def handle(self, request: Request, info: RequestInfo) -> Response:
+        """Handle one request; the warnings it gathered go back in ``Warning`` headers, on
+        an error too (as kube-apiserver's warning recorder writes them with any status)."""
+        with warning.recording() as warnings:
+            try:
+                response = await self._handle(request, info)
+            except APIError as error:
+                if not warnings:
+                    raise
+                response = json_response(error.status, error.code)
+        warning.write_headers(response, warnings)
+        return response
+
+    async def _handle(self, request: Request, info: RequestInfo) -> Response:
         method = request.method
         verb = {
             ("GET", True): "get",
@@ -314,16 +330,30 @@ class ResourceHandlers:
         if content_type == "application/apply-patch+yaml":
             return await self._apply(request, info, patch, dry_run)
 
-        updated = await self.registry.guaranteed_update(
-            info.resource,
-            info.namespace,
-            info.name,
-            lambda current: apply_patch(content_type, current, patch),
-            subresource=info.subresource,
-            dry_run=dry_run,
-            field_validation=self._field_validation(request),
-            manager=self._manager(request),
-        )
+        patched: list[dict[str, Any]] = []
+
+        def mutate(current: dict[str, Any]) -> dict[str, Any]:
+            patched[:] = [apply_patch(content_type, current, patch)]
+            return patched[0]
+
+        try:
+            updated = await self.registry.guaranteed_update(
+                info.resource,
+                info.namespace,
+                info.name,
+                mutate,
+                subresource=info.subresource,
+                dry_run=dry_run,
+                field_validation=self._field_validation(request),
+                manager=self._manager(request),
+            )
+        except DecodeFailure as error:
+            # handlers/patch.go: the patched object that does not decode is the patch's
+            # fault, a 422 naming the patch (the patch map for a strategic merge patch, the
+            # patched object's JSON for the others).
+            strategic = content_type == "application/strategic-merge-patch+json"
+            value = go_value(patch) if strategic else codec.encode(patched[0]).decode()
+            raise _patch_invalid(value, error.detail) from error
         return json_response(updated)
 
     async def _scale(self, request: Request, info: RequestInfo, verb: str) -> Response:
@@ -542,6 +572,18 @@ class ResourceHandlers:
             "application/json;as=Table;v=v1;g=meta.k8s.io" if table else "application/json"
         )
         return StreamingResponse(stream, media_type=content_type)
+
+
+def _patch_invalid(value: str, detail: str) -> APIError:
+    """errors.NewInvalid(schema.GroupKind{}, "", field.Invalid(field.NewPath("patch"), …)):
+    no kind and no name, so the message starts with Go's empty GroupKind and ``""``."""
+    body = f"Invalid value: {go_quote(value)}: {detail}"
+    return APIError.make(
+        422,
+        "Invalid",
+        f' "" is invalid: patch: {body}',
+        {"causes": [{"reason": "FieldValueInvalid", "message": body, "field": "patch"}]},
+    )
 
 
 def apply_patch(content_type: str, current: dict[str, Any], patch: Any) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import jsonpatch
+import orjson
 
 from taintplane.apiserver.codec import clone
 
@@ -24,6 +25,7 @@ __all__ = [
     "apply_json_patch",
     "apply_merge_patch",
     "apply_strategic_merge_patch",
+    "go_value",
 ]
 
 #: Lists that merge element by element, keyed by the field that identifies an element.
@@ -55,6 +57,34 @@ class PatchError(ValueError):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+#: mergepatch's errors for a directive of the wrong shape (answered 400, as
+#: interpretStrategicMergePatchError does).
+BAD_SET_ELEMENT_ORDER = "invalid patch format of setElementOrder list"
+BAD_RETAIN_KEYS = "invalid patch format of retainKeys"
+BAD_PRIMITIVE_LIST = "invalid patch format of primitive list"
+
+
+def go_value(value: Any) -> str:
+    """``value`` as Go's ``%v`` prints the decoded JSON (maps with sorted keys)."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        text = repr(value)
+        if "e" in text:
+            mantissa, exponent = text.split("e")
+            sign = "-" if exponent.startswith("-") else "+"
+            text = f"{mantissa.removesuffix('.0')}e{sign}{exponent.lstrip('+-').rjust(2, '0')}"
+        return text.removesuffix(".0")
+    if isinstance(value, dict):
+        inner = " ".join(f"{k}:{go_value(value[k])}" for k in sorted(value))
+        return f"map[{inner}]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_value(v) for v in value) + "]"
+    return str(value)
 
 
 def apply_json_patch(
@@ -116,16 +146,25 @@ def _merge_map(original: dict[str, Any] | None, patch: dict[str, Any]) -> dict[s
         replaced: dict[str, Any] = _strip_directives(body)
         return replaced
     if directive is not None:
-        raise PatchError(f"Unknown patch type: {directive}")
+        raise PatchError(f"unknown patch type: {go_value(directive)} in map: {go_value(patch)}")
     result = dict(original) if isinstance(original, dict) else {}
     retain = body.pop("$retainKeys", None)
+    if retain is not None and not isinstance(retain, list):
+        raise PatchError(BAD_RETAIN_KEYS)
     orders: dict[str, list[Any]] = {}
     deletions: dict[str, list[Any]] = {}
     for key in list(body):
         if key.startswith("$setElementOrder/"):
-            orders[key.split("/", 1)[1]] = body.pop(key)
+            order = body.pop(key)
+            listed = body.get(key.split("/", 1)[1], [])
+            if not isinstance(order, list) or not isinstance(listed, list | None):
+                raise PatchError(BAD_SET_ELEMENT_ORDER)
+            orders[key.split("/", 1)[1]] = order
         elif key.startswith("$deleteFromPrimitiveList/"):
-            deletions[key.split("/", 1)[1]] = body.pop(key)
+            values = body.pop(key)
+            if not isinstance(values, list):
+                raise PatchError(BAD_PRIMITIVE_LIST)
+            deletions[key.split("/", 1)[1]] = values
     for key, value in body.items():
         if value is None:
             result.pop(key, None)
@@ -148,7 +187,7 @@ def _merge_map(original: dict[str, Any] | None, patch: dict[str, Any]) -> dict[s
         if isinstance(result.get(key), list):
             result[key] = _reorder(key, result[key], order)
     if isinstance(retain, list):
-        result = {k: v for k, v in result.items() if k in retain}
+        result = {k: v for k, v in result.items() if isinstance(k, str) and k in retain}
     return result
 
 
@@ -196,17 +235,18 @@ def _merge_list(field: str, original: object, patch: list[Any]) -> list[Any]:
 
 
 def _reorder(field: str, items: list[Any], order: list[Any]) -> list[Any]:
+    """``$setElementOrder``: the elements it names first, in its order; the others (the
+    server's own) after them. Elements of a list merged by key are named by their key (a map
+    holding it, ``[{"name": "a"}]``), others by their whole value."""
     key = MERGE_KEYS.get(field)
 
-    def identity(item: Any) -> Any:
-        if key is not None and isinstance(item, dict):
-            return item.get(key)
-        return item
+    def identity(item: Any) -> str:
+        named = item.get(key) if key is not None and isinstance(item, dict) else item
+        return orjson.dumps(named, option=orjson.OPT_SORT_KEYS).decode()
 
-    wanted = [identity(o) if isinstance(o, dict) else o for o in order]
-    if key is not None:
-        wanted = [o.get(key) if isinstance(o, dict) else o for o in order]
-    position = {value: i for i, value in enumerate(wanted)}
+    position: dict[str, int] = {}
+    for i, wanted in enumerate(order):
+        position.setdefault(identity(wanted), i)
     listed = sorted(
         (i for i in items if identity(i) in position), key=lambda i: position[identity(i)]
     )

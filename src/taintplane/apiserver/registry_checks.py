@@ -11,11 +11,29 @@ from typing import Any
 
 from taintplane.api.decoding import DecodeError, format_time
 from taintplane.api.scheme import ResourceType
-from taintplane.apiserver import fieldmanager, typecheck
+from taintplane.apiserver import fieldmanager, typecheck, warning
 from taintplane.apiserver.status import APIError
 from taintplane.clock import Clock
 
-__all__ = ["Apply", "cannot_handle", "check_type", "record_fields", "run_strategy", "validate"]
+__all__ = [
+    "Apply",
+    "DecodeFailure",
+    "cannot_handle",
+    "check_type",
+    "record_fields",
+    "run_strategy",
+    "validate",
+]
+
+
+class DecodeFailure(APIError):
+    """The body could not be decoded into the kind (a type error, or unknown fields under
+    ``fieldValidation=Strict``): a 400 for a create or an update, which a patch handler
+    answers as its own 422 from ``detail``, the decoder's message."""
+
+    def __init__(self, status: dict[str, Any], detail: str) -> None:
+        super().__init__(status)
+        self.detail = detail
 
 
 @dataclass(frozen=True)
@@ -33,7 +51,9 @@ def check_type(
     baseline: dict[str, Any] | None = None,
 ) -> None:
     """``obj`` is of the kind and version served at ``resource`` and every field has its
-    schema's type; unknown fields are refused under ``fieldValidation=Strict``."""
+    schema's type. Unknown fields are refused under ``fieldValidation=Strict``; otherwise
+    they are dropped, as decoding into the Go types does, each with a warning under ``Warn``
+    (handlers/create.go, update.go, patch.go: addStrictDecodingWarnings)."""
     kind, api_version = obj.get("kind"), obj.get("apiVersion")
     if api_version and api_version != resource.api_version:
         raise APIError.bad_request(
@@ -49,13 +69,17 @@ def check_type(
     )
     if schema is None:
         return
+    strict = field_validation == "Strict"
     try:
-        report = typecheck.check_object(obj, schema, baseline)
+        report = typecheck.check_object(obj, schema, baseline, drop_unknown=not strict)
     except typecheck.TypeCheckError as error:
         raise cannot_handle(resource, DecodeError(error.message)) from error
-    if report.unknown and field_validation == "Strict":
-        unknown = ", ".join(f'unknown field "{path}"' for path in report.unknown)
-        raise cannot_handle(resource, DecodeError(f"strict decoding error: {unknown}"))
+    unknown = [f'unknown field "{path}"' for path in report.unknown]
+    if unknown and strict:
+        raise cannot_handle(resource, DecodeError(f"strict decoding error: {', '.join(unknown)}"))
+    if field_validation == "Warn":
+        for text in unknown:
+            warning.add(text)
 
 
 def record_fields(
@@ -114,8 +138,9 @@ def validate(resource: ResourceType, name: str, check: Callable[[], Sequence[Any
         raise APIError.invalid(resource, name, errors)
 
 
-def cannot_handle(resource: ResourceType, error: DecodeError) -> APIError:
-    return APIError.bad_request(
+def cannot_handle(resource: ResourceType, error: DecodeError) -> DecodeFailure:
+    status = APIError.bad_request(
         f'{resource.kind} in version "{resource.version}" cannot be handled as a '
         f"{resource.kind}: {error.message}"
-    )
+    ).status
+    return DecodeFailure(status, error.message)

@@ -4,8 +4,9 @@ Before any strategy reads an object, every field the schema knows must have the 
 Go field has: a string where Go has a string, a list where Go has a slice, an integer (not
 ``5.0``) where Go has an int. A mismatch is the decode error kube-apiserver returns (400,
 ``json: cannot unmarshal string into Go struct field PodSpec.spec.containers of type
-[]v1.Container``). Fields the schema does not know are kept (objects are plain JSON here) and
-reported for ``fieldValidation=Strict`` (400) and ``Warn`` (a warning), as kube-apiserver does.
+[]v1.Container``). Fields the schema does not know are reported by their full path, list
+indexes included (``spec.containers[0].foo``, as sigs.k8s.io/json's strict decoder), and, with
+``drop_unknown``, removed: decoding into the Go types loses them, so they are never stored.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class TypeCheckError(ValueError):
 @dataclass
 class TypeReport:
     unknown: list[str] = field(default_factory=list)
+    drop_unknown: bool = False
 
 
 @cache
@@ -90,36 +92,62 @@ def _go_type(schema: dict[str, Any]) -> str:
     )
 
 
-def _fail(value: Any, struct: str, path: str, schema: dict[str, Any]) -> TypeCheckError:
+def _fail(value: Any, struct: str, path: _Path, schema: dict[str, Any]) -> TypeCheckError:
     json_type = _JSON_TYPE.get(type(value), "value")
     if isinstance(value, float) and schema.get("type") == "integer":
         return TypeCheckError(
-            f"json: cannot unmarshal number {value!r} into Go struct field {struct}.{path} "
+            f"json: cannot unmarshal number {value!r} into Go struct field {struct}.{path.go} "
             "of type int64"
         )
     return TypeCheckError(
-        f"json: cannot unmarshal {json_type} into Go struct field {struct}.{path} "
+        f"json: cannot unmarshal {json_type} into Go struct field {struct}.{path.go} "
         f"of type {_go_type(schema)}"
     )
 
 
 def check_object(
-    obj: dict[str, Any], kind_schema: str, baseline: Mapping[str, Any] | None = None
+    obj: dict[str, Any],
+    kind_schema: str,
+    baseline: Mapping[str, Any] | None = None,
+    *,
+    drop_unknown: bool = False,
 ) -> TypeReport:
     """Check ``obj`` against the schema named ``kind_schema``; raises on a type mismatch.
 
     Parts equal to ``baseline`` (the stored object an update starts from, checked when it
     was written) are skipped, so a small patch costs little however large the object.
+    ``drop_unknown`` removes the unknown fields from ``obj`` (in place).
     """
-    report = TypeReport()
-    _check_struct(obj, kind_schema, "", report, baseline)
+    report = TypeReport(drop_unknown=drop_unknown)
+    _check_struct(obj, kind_schema, _Path("", ""), report, baseline)
     return report
+
+
+@dataclass(frozen=True)
+class _Path:
+    """Where a value is: as Go's type errors name it (struct fields only) and as the strict
+    decoder names it (map keys and list indexes too)."""
+
+    go: str
+    strict: str
+
+    def key(self, name: str) -> _Path:
+        return _Path(
+            f"{self.go}.{name}" if self.go else name,
+            f"{self.strict}.{name}" if self.strict else name,
+        )
+
+    def index(self, i: int) -> _Path:
+        return _Path(self.go, f"{self.strict}[{i}]")
+
+    def map_key(self, name: str) -> _Path:
+        return _Path(self.go, f"{self.strict}.{name}" if self.strict else name)
 
 
 def _check_struct(
     value: dict[str, Any],
     name: str,
-    path: str,
+    path: _Path,
     report: TypeReport,
     baseline: Mapping[str, Any] | None = None,
 ) -> None:
@@ -128,15 +156,17 @@ def _check_struct(
         return
     struct = name.rsplit(".", 1)[1]
     properties: dict[str, Any] = schema.get("properties") or {}
+    unknown: list[str] = []
     for key, item in value.items():
         before = baseline.get(key, _MISSING) if baseline is not None else _MISSING
         if before is not _MISSING and before == item:
             continue
-        child_path = f"{path}.{key}" if path else key
+        child_path = path.key(key)
         prop = properties.get(key)
         if prop is None:
             if key not in ("apiVersion", "kind") or "apiVersion" not in properties:
-                report.unknown.append(child_path)
+                report.unknown.append(child_path.strict)
+                unknown.append(key)
             continue
         _check_value(
             item,
@@ -147,13 +177,16 @@ def _check_struct(
             report,
             before if isinstance(before, Mapping) else None,
         )
+    if report.drop_unknown:
+        for key in unknown:
+            del value[key]
 
 
 def _check_value(
     value: Any,
     schema: dict[str, Any],
     struct: str,
-    path: str,
+    path: _Path,
     key: str,
     report: TypeReport,
     baseline: Mapping[str, Any] | None = None,
@@ -173,21 +206,21 @@ def _check_value(
     if kind == "array":
         if not isinstance(value, list):
             raise _fail(value, struct, path, schema)
-        for item in value:
-            _check_value(item, schema.get("items") or {}, struct, path, key, report)
+        for i, item in enumerate(value):
+            _check_value(item, schema.get("items") or {}, struct, path.index(i), key, report)
     elif kind == "object":
         if not isinstance(value, dict):
             raise _fail(value, struct, path, schema)
         inner = schema.get("additionalProperties")
         if isinstance(inner, dict):
-            for item in value.values():
+            for name, item in value.items():
                 if (
                     key in QUANTITY_MAPS
                     and isinstance(item, int | float)
                     and not isinstance(item, bool)
                 ):
                     continue
-                _check_value(item, inner, struct, path, key, report)
+                _check_value(item, inner, struct, path.map_key(name), key, report)
     elif (
         (kind == "string" and not isinstance(value, str))
         or (kind == "integer" and (isinstance(value, bool) or not isinstance(value, int)))
