@@ -25,6 +25,7 @@ from taintplane.apiserver import codec, fieldmanager, warning
 from taintplane.apiserver.codec import clone
 from taintplane.apiserver.delete_options import propagation_policy
 from taintplane.apiserver.eviction import evict
+from taintplane.apiserver.list_options import ListOptions, validate_list_options
 from taintplane.apiserver.patch import (
     PatchError,
     apply_json_patch,
@@ -231,6 +232,22 @@ class ResourceHandlers:
             raise APIError.bad_request(error.message) from error
         return (None if labels.is_empty() else labels), (fields if fields.requirements else None)
 
+    @staticmethod
+    def _list_options(request: Request, *, watch: bool) -> ListOptions:
+        query = request.query_params
+        send_initial_events = (
+            _query_bool(request, "sendInitialEvents") if "sendInitialEvents" in query else None
+        )
+        options = ListOptions(
+            watch=watch,
+            resource_version=query.get("resourceVersion", ""),
+            resource_version_match=query.get("resourceVersionMatch", ""),
+            send_initial_events=send_initial_events,
+            continue_token=query.get("continue", ""),
+        )
+        validate_list_options(options)
+        return options
+
     def _check_fields(self, resource: ResourceType, fields: FieldSelector | None) -> None:
         if fields is None:
             return
@@ -271,11 +288,13 @@ class ResourceHandlers:
         return json_response(body)
 
     async def _list(self, request: Request, info: RequestInfo) -> Response:
+        options = self._list_options(request, watch=False)
         labels, fields = self._selectors(request)
         self._check_fields(info.resource, fields)
         limit = max(_query_int(request, "limit") or 0, 0)
-        continue_token = request.query_params.get("continue") or None
-        resource_version = request.query_params.get("resourceVersion", "")
+        continue_token = options.continue_token or None
+        resource_version = options.resource_version
+        match = options.resource_version_match
         if (
             labels is None
             and fields is None
@@ -288,6 +307,7 @@ class ResourceHandlers:
                 limit=limit,
                 continue_token=continue_token,
                 resource_version=resource_version,
+                resource_version_match=match,
             )
             raw_meta = {"resourceVersion": rv, **({"continue": token} if token else {})}
             head = codec.encode(
@@ -307,6 +327,7 @@ class ResourceHandlers:
             limit=limit,
             continue_token=continue_token,
             resource_version=resource_version,
+            resource_version_match=match,
         )
         list_meta: dict[str, Any] = {"resourceVersion": page.resource_version}
         if page.continue_token:
@@ -542,20 +563,24 @@ class ResourceHandlers:
     # ---- watch -----------------------------------------------------------------------------
 
     async def _watch(self, request: Request, info: RequestInfo) -> Response:
+        options = self._list_options(request, watch=True)
         labels, fields = self._selectors(request)
         self._check_fields(info.resource, fields)
         timeout = _query_int(request, "timeoutSeconds")
         bookmarks = _query_bool(request, "allowWatchBookmarks")
         table = codec.wants_table(request.headers.get("accept"))
-        resource_version = request.query_params.get("resourceVersion", "")
         progress = WatchProgress()
         events = self.registry.watch(
             info.resource,
             info.namespace,
-            resource_version=resource_version,
+            resource_version=options.resource_version,
             labels=labels,
             fields=fields,
             progress=progress,
+            send_initial_events=options.send_initial_events,
+            # The bookmark that ends a watch-list's initial events goes only to a client that
+            # allows bookmarks (the cacher's watch-list contract).
+            initial_events_end=bookmarks and bool(options.send_initial_events),
         )
         stream = watch_lines(
             info.resource,

@@ -17,6 +17,7 @@ import orjson
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, ResourceType, Scheme
 from taintplane.api.selectors import FieldSelector, LabelSelector
+from taintplane.apiserver.list_options import EXACT
 from taintplane.apiserver.status import APIError, from_store_error
 from taintplane.apiserver.strategies import Strategy, strategy_for
 from taintplane.apiserver.strategies.base import meta
@@ -184,14 +185,19 @@ class RegistryReads:
         limit: int = 0,
         continue_token: str | None = None,
         resource_version: str = "",
+        resource_version_match: str = "",
     ) -> ListPage:
         strategy = self.strategy(resource)
-        revision, after = await self._list_start(resource, continue_token, resource_version)
+        revision, after = await self._list_start(
+            resource, continue_token, resource_version, resource_version_match, limit
+        )
         items: list[dict[str, Any]] = []
         # With selectors, a page of matches may need several store pages.
         page_size = max(limit, 500) if limit else 0
         while True:
-            page = await self._page(resource, namespace, revision, page_size, after)
+            page = await self._page(
+                resource, namespace, revision, page_size, after, paging=bool(continue_token)
+            )
             revision = page.revision
             for kv in page.items:
                 obj = self._decode(kv)
@@ -237,30 +243,60 @@ class RegistryReads:
         limit: int = 0,
         continue_token: str | None = None,
         resource_version: str = "",
+        resource_version_match: str = "",
     ) -> tuple[Sequence[bytes], str, str | None]:
         """A list page as encoded items, for lists without selectors (the common large case:
         informers and ``-o json``): no object is decoded."""
-        revision, after = await self._list_start(resource, continue_token, resource_version)
-        page = await self._page(resource, namespace, revision, limit, after)
+        revision, after = await self._list_start(
+            resource, continue_token, resource_version, resource_version_match, limit
+        )
+        page = await self._page(
+            resource, namespace, revision, limit, after, paging=bool(continue_token)
+        )
         token = (
             _encode_continue(page.revision, page.continue_after) if page.continue_after else None
         )
         return [self.splice(kv) for kv in page.items], str(page.revision), token
 
     async def _list_start(
-        self, resource: ResourceType, continue_token: str | None, resource_version: str
+        self,
+        resource: ResourceType,
+        continue_token: str | None,
+        resource_version: str,
+        match: str,
+        limit: int,
     ) -> tuple[int, str | None]:
+        """The revision to list at (0: the latest) and the key to go on after, as the etcd3
+        store's GetList reads the options (the handler has validated them)."""
+        legacy = resource_version in ("", "0")
         if continue_token:
-            return _decode_continue(continue_token)
-        if resource_version not in ("", "0"):
-            revision = parse_resource_version(resource_version)
-            current = await self.store.current_revision()
-            if revision > current:
-                raise from_store_error(store_errors.FutureRevision(revision, current), resource, "")
-        return 0, None  # NotOlderThan any given revision: the latest state is never older
+            revision, after = _decode_continue(continue_token)
+            if not legacy:
+                raise APIError.bad_request(
+                    "specifying resource version is not allowed when using continue"
+                )
+            return revision, after
+        if legacy:
+            return 0, None  # the latest state: most recent, and "any" is never older
+        revision = parse_resource_version(resource_version)
+        current = await self.store.current_revision()
+        if revision > current:
+            raise from_store_error(store_errors.FutureRevision(revision, current), resource, "")
+        # Exact when asked, and (legacy) for the first page of a limited list; otherwise
+        # NotOlderThan the given revision, which the latest state always is.
+        if match == EXACT or (not match and limit > 0):
+            return revision, None
+        return 0, None
 
     async def _page(
-        self, resource: ResourceType, namespace: str, revision: int, limit: int, after: str | None
+        self,
+        resource: ResourceType,
+        namespace: str,
+        revision: int,
+        limit: int,
+        after: str | None,
+        *,
+        paging: bool,
     ) -> ListResult:
         try:
             return await self.store.list(
@@ -270,6 +306,10 @@ class RegistryReads:
                 continue_after=after,
             )
         except store_errors.Compacted as error:
+            if not paging:  # an Exact list below the compacted revision (interpretListError)
+                raise APIError.gone(
+                    "The resourceVersion for the provided list is too old."
+                ) from error
             raise APIError.gone(
                 "The provided continue parameter is too old to display a consistent list "
                 "result. You can start a new list without the continue parameter, or use "
@@ -288,9 +328,14 @@ class RegistryReads:
         labels: LabelSelector | None = None,
         fields: FieldSelector | None = None,
         progress: WatchProgress | None = None,
+        send_initial_events: bool | None = None,
+        initial_events_end: bool = False,
     ) -> AsyncIterator[WatchItem]:
-        """Changes after ``resource_version``; from "" or "0", the current objects as ADDED
-        first. Selectors turn moves in and out of the selection into ADDED and DELETED."""
+        """Changes after ``resource_version``; first the current objects as ADDED when
+        ``send_initial_events`` says so (unset: from "" or "0", as a legacy watch), then, with
+        ``initial_events_end``, the BOOKMARK annotated ``k8s.io/initial-events-end`` that ends
+        them (a watch-list). Selectors turn moves in and out of the selection into ADDED and
+        DELETED."""
         progress = progress if progress is not None else WatchProgress()
         strategy = self.strategy(resource)
 
@@ -301,11 +346,21 @@ class RegistryReads:
                 return False
             return fields is None or fields.matches(strategy.field_values(obj))
 
-        if resource_version in ("", "0"):
-            page = await self.list(resource, namespace, labels=labels, fields=fields)
+        legacy = resource_version in ("", "0")
+        if send_initial_events is None:
+            send_initial_events = legacy
+        if send_initial_events:
+            # NotOlderThan the given revision: the latest state (a future one is a 504).
+            page = await self.list(
+                resource, namespace, labels=labels, fields=fields, resource_version=resource_version
+            )
             for obj in page.items:
                 yield WatchItem("ADDED", obj)
             after = int(page.resource_version)
+            if initial_events_end:
+                yield WatchItem("BOOKMARK", _initial_events_end(resource, after))
+        elif legacy:
+            after = await self.store.current_revision()  # from now on, nothing before
         else:
             after = parse_resource_version(resource_version)
         watch = self.store.watch(self._prefix(resource, namespace), after)
@@ -336,6 +391,19 @@ class RegistryReads:
             raise from_store_error(error, resource, "") from error
         finally:
             watch.close()
+
+
+def _initial_events_end(resource: ResourceType, revision: int) -> dict[str, Any]:
+    """The bookmark that ends a watch-list's initial events (metav1.InitialEventsAnnotationKey),
+    at the revision they were read at."""
+    return {
+        "kind": resource.kind,
+        "apiVersion": resource.api_version,
+        "metadata": {
+            "resourceVersion": str(revision),
+            "annotations": {"k8s.io/initial-events-end": "true"},
+        },
+    }
 
 
 def parse_resource_version(text: str) -> int:

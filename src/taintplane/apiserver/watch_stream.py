@@ -76,7 +76,7 @@ async def watch_lines(
                 }
                 yield codec.encode({"type": "BOOKMARK", "object": bookmark}) + b"\n"
                 continue
-            if table:
+            if table and payload.type != "BOOKMARK":
                 obj = payload.object
                 table_obj = table_for(
                     resource,
