@@ -282,6 +282,12 @@ class Registry(RegistryReads):
                 new_meta.pop(field, None)
         new["apiVersion"], new["kind"] = resource.api_version, resource.kind
         run_strategy(resource, lambda: strategy.default(new))
+        # Upstream's order, as for create: mutating admission runs in the update handler's
+        # objInfo.UpdatedObject, before the store's BeforeUpdate (PrepareForUpdate, which
+        # counts the generation, then the strategy's validation); validating admission last.
+        # So the generation is decided on the admitted object: a patch that DefaultToleration
+        # Seconds undoes leaves the spec, and the generation, as they were.
+        await self.admit("UPDATE", resource, namespace, new, old, subresource)
         if subresource == "status":
             strategy.prepare_for_status_update(new, old)
             check = strategy.validate_status_update
@@ -298,7 +304,6 @@ class Registry(RegistryReads):
         else:
             strategy.prepare_for_update(new, old)
             check = strategy.validate_update
-        await self.admit("UPDATE", resource, namespace, new, old, subresource)
         validate(resource, name, lambda: check(new, old))
         await self.validate_admission("UPDATE", resource, namespace, new, old, subresource)
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
