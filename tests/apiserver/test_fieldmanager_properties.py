@@ -50,8 +50,13 @@ def test_an_update_takes_exactly_the_changed_fields_from_other_managers(
     fieldmanager.record_update(last, updated, "third", "v1", "t2")
 
     after, before = fieldmanager._changed_parts(last, updated, False)
+    new_part, old_part = fieldmanager._changed_subtrees(last, updated)
+    # The maps, structs and non-atomic lists the write created are its own too, as ".";
+    # those it removed are disowned (structured-merge-diff's Compare: Added, Removed).
     changed = {p for p, v in after.items() if p not in before or before[p] != v}
-    touched = changed | {p for p in before if p not in after}
+    changed |= fieldmanager._created_nodes(new_part, old_part, False)
+    removed = fieldmanager._created_nodes(old_part, new_part, False)
+    touched = changed | removed | {p for p in before if p not in after}
     entries = {e["manager"]: e for e in updated["metadata"].get("managedFields", [])}
     kept = {e["manager"]: e for e in last["metadata"].get("managedFields", [])}
     for manager in ("creator", "updater"):
@@ -78,10 +83,13 @@ def test_a_status_condition_leaves_the_creators_spec_entry_alone() -> None:
     entries = {e["manager"]: e for e in patched["metadata"]["managedFields"]}
     assert entries["creator"]["fieldsV1"] == {"f:spec": {"f:nodeName": {}}}
     assert entries["evictor"]["subresource"] == "status"
+    # The conditions list the write created is its own as ".", beside the element (upstream's
+    # Compare adds every path absent before, lists with a merge key included).
     assert entries["evictor"]["fieldsV1"] == {
         "f:status": {
             "f:conditions": {
-                'k:{"type":"DisruptionTarget"}': {".": {}, "f:status": {}, "f:type": {}}
+                ".": {},
+                'k:{"type":"DisruptionTarget"}': {".": {}, "f:status": {}, "f:type": {}},
             }
         }
     }

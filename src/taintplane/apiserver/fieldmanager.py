@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from taintplane.apiserver.patch import MERGE_KEYS, MERGE_PRIMITIVE_LISTS
+from taintplane.apiserver.typecheck import schemas
 
 __all__ = [
     "Conflict",
@@ -107,10 +108,20 @@ def _walk(path: FieldPath, field: str, value: Any, leaves: dict[FieldPath, Any])
 def _changed_parts(
     new: Mapping[str, Any], old: Mapping[str, Any] | None, skip_status: bool
 ) -> tuple[dict[FieldPath, Any], dict[FieldPath, Any]]:
-    """Leaves of ``new`` and ``old`` under the top-level and metadata fields that differ
-    (equal parts own nothing new, so a small change costs little on a large object)."""
+    """Leaves of ``new`` and ``old`` under the top-level and metadata fields that differ."""
     if old is None:
         return fields_of(new, skip_status=skip_status), {}
+    new_part, old_part = _changed_subtrees(new, old)
+    return fields_of(new_part, skip_status=skip_status), fields_of(
+        old_part, skip_status=skip_status
+    )
+
+
+def _changed_subtrees(
+    new: Mapping[str, Any], old: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The top-level and metadata fields of ``new`` and ``old`` that differ (equal parts own
+    nothing new, so a small change costs little on a large object)."""
     new_part: dict[str, Any] = {}
     old_part: dict[str, Any] = {}
     for key in set(new) | set(old):
@@ -126,9 +137,70 @@ def _changed_parts(
                 new_part[key] = new[key]
             if key in old:
                 old_part[key] = old[key]
-    return fields_of(new_part, skip_status=skip_status), fields_of(
-        old_part, skip_status=skip_status
-    )
+    return new_part, old_part
+
+
+def _created_nodes(
+    new: Mapping[str, Any], old: Mapping[str, Any], skip_status: bool
+) -> set[FieldPath]:
+    """The ``.`` paths of the maps, structs and non-atomic lists in ``new`` that ``old`` does
+    not have: structured-merge-diff's Compare adds the path of every value absent on the
+    left, and a node with children so owned renders as ``{".": {}, "f:a": {}}``. Leaves and
+    atomic lists own their path already; associative list items their ``.`` too."""
+    created: set[FieldPath] = set()
+    for key, value in new.items():
+        if key in ("apiVersion", "kind") or (skip_status and key == "status"):
+            continue
+        old_value = old.get(key)
+        if key == "metadata" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if k not in _SYSTEM_METADATA}
+        _created_walk(("f:" + key,), key, value, old_value, key in old, created)
+    return created
+
+
+def _created_walk(
+    path: FieldPath, field: str, value: Any, old: Any, present: bool, out: set[FieldPath]
+) -> None:
+    if isinstance(value, Mapping) and value:
+        if not present:
+            out.add((*path, "."))
+        before = old if isinstance(old, Mapping) else {}
+        for key, item in value.items():
+            _created_walk((*path, "f:" + key), key, item, before.get(key), key in before, out)
+        return
+    if isinstance(value, list) and value and field in MERGE_KEYS:
+        keys = [_element_key(field, item) for item in value]
+        if all(keys):
+            if not present:
+                out.add((*path, "."))
+            before = {_element_key(field, item): item for item in old or []} if present else {}
+            for element, item in zip(keys, value, strict=True):
+                assert element is not None
+                was = before.get(element)
+                had_item: Mapping[str, Any] = was if isinstance(was, Mapping) else {}
+                for key, inner in item.items():
+                    inner_path = (*path, element, "f:" + key)
+                    _created_walk(inner_path, key, inner, had_item.get(key), key in had_item, out)
+            return
+    if isinstance(value, list) and value and field in MERGE_PRIMITIVE_LISTS and not present:
+        out.add((*path, "."))
+
+
+def _empty_object(new: Mapping[str, Any]) -> dict[str, Any]:
+    """What a create is compared with, as upstream's fieldmanager does: the kind's empty
+    object, which has metadata, spec and status (Go structs, never omitted) and, in spec,
+    the fields encoded even when empty (the schema's required ones, such as a pod's
+    containers: null)."""
+    empty: dict[str, Any] = {"metadata": {}, "spec": {}, "status": {}}
+    api_version = str(new.get("apiVersion", ""))
+    group_version = api_version if "/" in api_version else "/" + api_version
+    known = schemas()
+    kind = known["schemas"].get(known["kinds"].get(f"{group_version}/{new.get('kind')}", ""), {})
+    spec: dict[str, Any] = kind.get("properties", {}).get("spec") or {}
+    ref = next((str(p["$ref"]) for p in [spec, *spec.get("allOf", [])] if "$ref" in p), "")
+    required = known["schemas"].get(ref.rsplit("/", 1)[-1], {}).get("required", [])
+    empty["spec"] = dict.fromkeys(required)
+    return empty
 
 
 def to_fields_v1(paths: Iterator[FieldPath] | list[FieldPath]) -> dict[str, Any]:
@@ -256,9 +328,18 @@ def record_update(
     metadata = new.setdefault("metadata", {})
     entries = _entries(old.get("metadata", {}) if old else {})
     skip = skip_status and subresource != "status"
-    after, before = _changed_parts(new, old, skip)
+    if old is None:
+        new_part, old_part = dict(new), _empty_object(new)
+    else:
+        new_part, old_part = _changed_subtrees(new, old)
+    after = fields_of(new_part, skip_status=skip)
+    before = fields_of(old_part, skip_status=skip) if old is not None else {}
     changed = {p for p, v in after.items() if p not in before or before[p] != v}
     removed = {p for p in before if p not in after}
+    # The maps and structs this write created are owned too, as "."; those it removed go.
+    changed |= _created_nodes(new_part, old_part, skip)
+    if old is not None:
+        removed |= _created_nodes(old_part, new_part, skip)
     key = (manager, "Update", subresource)
     _disown(entries, changed | removed, key)
     mine = next(
