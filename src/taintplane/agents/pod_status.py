@@ -13,6 +13,7 @@ holds, and a host-network pod on its node's address.
 from __future__ import annotations
 
 import hashlib
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +57,8 @@ def _image_id(image: str) -> str:
 
 def container_id(pod_key: str, name: str, restart: int) -> str:
     digest = hashlib.sha256(f"{pod_key}/{name}/{restart}".encode()).hexdigest()
-    return f"containerd://{digest}"
+    # Interned, as what the record keeps from start_pod: see there.
+    return sys.intern(f"containerd://{digest}")
 
 
 @dataclass(slots=True)
@@ -147,6 +149,10 @@ def start_pod(
     """A pod's first run: init containers done, sidecars and containers running."""
     key = object_key(pod)
     spec = pod.get("spec") or {}
+    # Interned: the shared informers cache the status written from this record with its
+    # strings interned (startTime, hostIP, podIP, containerID), so the record, kept for every
+    # running pod, holds those strings rather than a second copy of them.
+    now, host_ip, pod_ip = sys.intern(now), sys.intern(host_ip), sys.intern(pod_ip)
     run = PodRun(
         uid=str(pod["metadata"].get("uid", "")),
         started_at=now,
