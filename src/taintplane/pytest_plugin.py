@@ -25,7 +25,10 @@ import pytest
 if TYPE_CHECKING:
     from taintplane.testing import LocalCluster
 
-__all__ = ["pytest_configure", "taintplane_cluster"]
+__all__ = ["OPTIONS", "pytest_configure", "taintplane_cluster"]
+
+#: The marker's keyword options (``local_cluster``'s).
+OPTIONS = ("nodes", "cluster_file", "clock", "start", "feature_gates")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -48,5 +51,18 @@ def taintplane_cluster(
 
     marker = request.node.get_closest_marker("taintplane")
     options = dict(marker.kwargs) if marker is not None else {}
+    if marker is not None and marker.args:
+        pytest.fail(
+            f"@pytest.mark.taintplane takes keyword options only ({', '.join(OPTIONS)}), "
+            f"not {marker.args!r}",
+            pytrace=False,
+        )
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        pytest.fail(
+            f"@pytest.mark.taintplane: unknown option(s) {', '.join(unknown)}; "
+            f"known: {', '.join(OPTIONS)}",
+            pytrace=False,
+        )
     with local_cluster(tmp_path_factory.mktemp("taintplane"), **options) as cluster:
         yield cluster

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
+import threading
 from collections.abc import Coroutine, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,11 +46,25 @@ DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 _T = TypeVar("_T")
 
 
+def _instant(start: datetime | str) -> datetime:
+    if isinstance(start, str):
+        try:
+            start = datetime.fromisoformat(start.replace("Z", "+00:00"))
+        except ValueError as error:
+            raise ValueError(f"start {start!r} is not an RFC 3339 time") from error
+    if not isinstance(start, datetime) or start.tzinfo is None:
+        raise ValueError(f"start must be a time with a zone (e.g. 2026-01-01T00:00:00Z): {start!r}")
+    return start.astimezone(UTC)
+
+
 class LocalCluster:
-    """A running cluster, driven from the test's thread."""
+    """A running cluster, driven from the test's threads (one call at a time)."""
 
     def __init__(self, cluster: Cluster) -> None:
         self._cluster = cluster
+        # A virtual clock advances one caller at a time: two advances interleaved on the
+        # cluster's loop would each wait for the other's work to be quiet.
+        self._lock = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -116,7 +131,8 @@ class LocalCluster:
         """Run ``work`` on the cluster's event loop (in its thread) and wait for it."""
         loop = self._cluster.loop
         assert loop is not None
-        return asyncio.run_coroutine_threadsafe(work, loop).result(timeout=3600)
+        with self._lock:
+            return asyncio.run_coroutine_threadsafe(work, loop).result(timeout=3600)
 
 
 @contextlib.contextmanager
@@ -124,26 +140,31 @@ def local_cluster(
     data_dir: Path | None = None,
     *,
     nodes: int | list[NodeShape] = 3,
-    cluster_file: Path | None = None,
+    cluster_file: Path | str | None = None,
     clock: str = "virtual",
-    start: datetime = DEFAULT_START,
+    start: datetime | str = DEFAULT_START,
     feature_gates: str = "",
 ) -> Iterator[LocalCluster]:
     """A cluster serving on 127.0.0.1 from a background thread, stopped on exit.
 
     ``nodes``: how many simulated nodes (``node-1``…), or their shapes; ``cluster_file``: node
     pools as ``taintplane up --cluster`` reads them (instead of ``nodes``). ``clock``:
-    ``"virtual"`` (starting at ``start``) or ``"real"``. ``data_dir``: where the state lives
-    (a temporary directory, removed afterwards, by default)."""
+    ``"virtual"`` (starting at ``start``: an aware datetime or RFC 3339 text) or ``"real"``.
+    ``data_dir``: where the state lives (a temporary directory, removed afterwards, by
+    default)."""
     if clock not in ("virtual", "real"):
         raise ValueError(f"clock must be 'virtual' or 'real', not {clock!r}")
-    shapes = (
-        load_cluster_file(cluster_file)
-        if cluster_file is not None
-        else default_nodes(nodes)
-        if isinstance(nodes, int)
-        else list(nodes)
-    )
+    start = _instant(start)
+    if cluster_file is not None:
+        shapes = load_cluster_file(Path(cluster_file))
+    elif isinstance(nodes, bool) or not isinstance(nodes, int | list):
+        raise ValueError(f"nodes must be a number of nodes or a list of NodeShape, not {nodes!r}")
+    elif isinstance(nodes, int):
+        if nodes < 0:
+            raise ValueError(f"nodes must be 0 or more, not {nodes}")
+        shapes = default_nodes(nodes)
+    else:
+        shapes = list(nodes)
     features = FeatureGates.parse(feature_gates)
     the_clock = VirtualClock(start) if clock == "virtual" else RealClock()
     with contextlib.ExitStack() as stack:

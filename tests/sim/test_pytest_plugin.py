@@ -3,10 +3,12 @@ against a whole cluster, time moved by the test, exact instants."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
-from datetime import timedelta
+import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,75 @@ def test_the_fixture_is_there_for_any_project_once_taintplane_is_installed(
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+
+
+def test_options_are_checked_before_anything_starts(tmp_path: Path) -> None:
+    for options, message in (
+        ({"start": datetime(2030, 5, 1)}, "start must be a time with a zone"),
+        ({"start": "soon"}, "start 'soon' is not an RFC 3339 time"),
+        ({"nodes": "4"}, "nodes must be a number of nodes or a list of NodeShape, not '4'"),
+        ({"nodes": -2}, "nodes must be 0 or more, not -2"),
+    ):
+        with (
+            pytest.raises(ValueError, match=re.escape(message)),
+            local_cluster(tmp_path, **options),
+        ):
+            pass
+    pools = tmp_path / "pools.yaml"
+    pools.write_text("pools: [{name: gpu, count: 2}]\n")
+    with local_cluster(
+        tmp_path / "s", cluster_file=str(pools), start="2030-05-01T12:00:00Z"
+    ) as cluster:
+        assert cluster.now() == datetime(2030, 5, 1, 12, tzinfo=UTC)
+        v1 = client.CoreV1Api(cluster.kubernetes_client())
+        assert [n.metadata.name for n in v1.list_node().items] == ["gpu-1", "gpu-2"]
+
+
+def test_advances_from_several_threads_take_turns(tmp_path: Path) -> None:
+    with local_cluster(tmp_path, nodes=1) as cluster:
+
+        def five_seconds() -> None:
+            for _ in range(5):
+                cluster.advance("1s")
+
+        workers = [threading.Thread(target=five_seconds) for _ in range(3)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+        assert cluster.now() == DEFAULT_START + timedelta(seconds=15)
+
+
+def test_a_bad_marker_fails_its_test_only(tmp_path: Path) -> None:
+    (tmp_path / "test_marks.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.taintplane(5)
+            def test_positional(taintplane_cluster):
+                pass
+
+            @pytest.mark.taintplane(nodez=2)
+            def test_misspelt(taintplane_cluster):
+                pass
+
+            def test_fine(taintplane_cluster):
+                assert taintplane_cluster.now().year == 2026
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_marks.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "1 passed, 2 errors" in done.stdout, done.stdout
+    assert (
+        "@pytest.mark.taintplane takes keyword options only (nodes, cluster_file, clock, "
+        "start, feature_gates), not (5,)" in done.stdout
+    )
+    assert "@pytest.mark.taintplane: unknown option(s) nodez; known: nodes" in done.stdout

@@ -323,8 +323,10 @@ def running_cluster(
                 await cluster.start()
             except BaseException as error:
                 failure.append(error)
+                # What did start (the store's writer thread, components) stops with it.
+                await cluster.close()
                 ready.set()
-                raise
+                return
             serving = asyncio.create_task(cluster.serve())
             while not (cluster._server and cluster._server.started) and not serving.done():
                 await asyncio.sleep(0.005)
