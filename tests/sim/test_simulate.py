@@ -311,3 +311,22 @@ def test_the_html_report_in_a_real_browser(played: SimulationReport, tmp_path: P
             assert errors == []
         finally:
             browser.close()
+
+
+def test_a_long_timeline_keeps_the_news_and_leaves_routine_pod_start_up_out() -> None:
+    from datetime import UTC, datetime
+
+    from taintplane.sim.recorder import Happening
+    from taintplane.sim.simulate import shown_timeline
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    routine = [Happening(at, "created", "Pod", f"p-{i}", "default") for i in range(10)]
+    news = [
+        Happening(at, "tainted", "Node", "node-1", "", "k:NoExecute"),
+        Happening(at, "evicting", "Pod", "p-1", "default", "DeletionByTaintManager: …"),
+        Happening(at, "step-failed", "Step", "taint", "", 'nodes "x" not found'),
+    ]
+    timeline = [*routine[:5], news[0], *routine[5:], *news[1:]]
+    assert shown_timeline(timeline, 20) == (timeline, 0, 0)
+    assert shown_timeline(timeline, 5) == (news, 10, 0)
+    assert shown_timeline(timeline, 2) == (news[:2], 10, 1)

@@ -19,7 +19,7 @@ from taintplane.api.duration import format_duration
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
 from taintplane.sim.report_html import render_html
 from taintplane.sim.scenario import ScenarioError, load_scenario
-from taintplane.sim.simulate import SimulationReport, run_scenario
+from taintplane.sim.simulate import SimulationReport, run_scenario, shown_timeline
 
 __all__ = ["simulate_command"]
 
@@ -98,7 +98,7 @@ def render_text(result: SimulationReport, report: Path | None) -> str:
         f"  {number}. {offset(at)}  {step.summary}"
         for number, (at, step) in enumerate(result.steps, 1)
     ]
-    shown = result.timeline[:TEXT_TIMELINE_LINES]
+    shown, routine, more = shown_timeline(result.timeline, TEXT_TIMELINE_LINES)
     rows = [("TIME", "EVENT", "OBJECT", "DETAIL")] + [
         (offset(h.at), h.event, h.object, h.detail) for h in shown
     ]
@@ -108,9 +108,13 @@ def render_text(result: SimulationReport, report: Path | None) -> str:
         "   ".join(cell.ljust(widths[i]) if i < 3 else cell for i, cell in enumerate(r)).rstrip()
         for r in rows
     ]
-    if len(result.timeline) > len(shown):
-        where = f"{report}" if report is not None else "--report FILE.html or -o json"
-        lines.append(f"… {len(result.timeline) - len(shown)} more in {where}")
+    if routine:
+        lines.append(
+            f"… {routine} routine pod happenings (created, scheduled, running, succeeded) "
+            "left out; -o json has every one"
+        )
+    if more:
+        lines.append(f"… and {more} more after these; -o json has every one")
     counts = ", ".join(f"{event} {count}" for event, count in result.counts().items())
     lines += ["", f"Happened: {counts or 'nothing'}."]
     if result.samples:

@@ -12,7 +12,7 @@ from datetime import datetime
 from html import escape
 
 from taintplane.api.duration import format_duration
-from taintplane.sim.simulate import Sample, SimulationReport
+from taintplane.sim.simulate import Sample, SimulationReport, shown_timeline
 
 __all__ = ["TIMELINE_ROWS", "render_html"]
 
@@ -108,13 +108,21 @@ def render_html(report: SimulationReport) -> str:
         (str(number), offset(at), step.summary) for number, (at, step) in enumerate(report.steps, 1)
     ]
     counts = [(event, str(count)) for event, count in report.counts().items()]
-    shown = report.timeline[:TIMELINE_ROWS]
+    shown, routine, more = shown_timeline(report.timeline, TIMELINE_ROWS)
     timeline = [(offset(h.at), h.event, h.object, h.detail) for h in shown]
-    more = len(report.timeline) - len(shown)
+    notes = []
+    if routine:
+        notes.append(
+            f"{routine} routine pod happenings (created, scheduled, running, succeeded) are "
+            "left out"
+        )
+    if more:
+        notes.append(f"{more} more after these are left out")
     note = (
-        f'<p class="note">The first {len(shown)} of {len(report.timeline)} happenings; '
-        "<code>-o json</code> has all of them.</p>"
-        if more > 0
+        f'<p class="note">Showing {len(shown)} of {len(report.timeline)} happenings: '
+        + "; ".join(notes)
+        + ". <code>-o json</code> has every one.</p>"
+        if notes
         else ""
     )
     title = f"taintplane simulate: {report.name}"

@@ -29,8 +29,10 @@ from taintplane.sim.recorder import Happening, Recorder, node_taints
 from taintplane.sim.scenario import Scenario, Step
 from taintplane.sim.whatif import WhatIfError, apply_plan, resolve_plan
 
-__all__ = ["SAMPLES", "Sample", "SimulationReport", "run_scenario"]
+__all__ = ["ROUTINE", "SAMPLES", "Sample", "SimulationReport", "run_scenario", "shown_timeline"]
 
+#: Pod happenings left out first when a timeline is too long to show whole.
+ROUTINE = frozenset({"created", "scheduled", "running", "succeeded"})
 #: Points of the chart over the whole run.
 SAMPLES = 200
 NODES = resource("", "v1", "nodes")
@@ -114,6 +116,17 @@ class SimulationReport:
             ],
             "samples": [s.to_json(self.start) for s in self.samples],
         }
+
+
+def shown_timeline(timeline: list[Happening], limit: int) -> tuple[list[Happening], int, int]:
+    """At most ``limit`` happenings to show: all of them if they fit, else the ones that are
+    news first (steps, nodes, evictions, deletions, failures) and routine pod start-up only
+    if room is left. Also how many routine ones and how many others were left out."""
+    if len(timeline) <= limit:
+        return timeline, 0, 0
+    notable = [h for h in timeline if not (h.kind == "Pod" and h.event in ROUTINE)]
+    shown = notable[:limit]
+    return shown, len(timeline) - len(notable), len(notable) - len(shown)
 
 
 def _sample(recorder: Recorder, at: datetime) -> Sample:
