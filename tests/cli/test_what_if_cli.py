@@ -140,3 +140,49 @@ def test_what_if_refuses_clearly(
     cluster: Running, args: tuple[str, ...], code: int, message: str
 ) -> None:
     fails(cluster.taintplane("what-if", "taint", *args), code, message)
+
+
+SNAPSHOT_FROM_ELSEWHERE = """\
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: worker, uid: 6d1c1d0e-0000-4000-8000-000000000001}
+  status:
+    conditions: [{type: Ready, status: "True", lastHeartbeatTime: "2026-03-01T10:00:00Z"}]
+    capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: db-0
+    namespace: default
+    uid: 6d1c1d0e-0000-4000-8000-000000000002
+    ownerReferences:
+    - {apiVersion: apps/v1, kind: StatefulSet, name: db, uid: 6d1c1d0e-0000-4000-8000-000000000003, controller: true}
+  spec: {nodeName: worker, containers: [{name: c, image: postgres}]}
+  status: {phase: Running}
+- apiVersion: apps/v1
+  kind: StatefulSet
+  metadata: {name: db, namespace: default, uid: 6d1c1d0e-0000-4000-8000-000000000003}
+  spec: {serviceName: db, selector: {matchLabels: {app: db}}, template: {metadata: {labels: {app: db}}, spec: {containers: [{name: c, image: postgres}]}}}
+- apiVersion: v1
+  kind: Service
+  metadata: {name: db, namespace: default}
+  spec: {ports: [{port: 5432}]}
+"""
+
+
+def test_what_if_says_what_it_could_not_simulate(cluster: Running, tmp_path: Path) -> None:
+    snapshot = tmp_path / "elsewhere.yaml"
+    snapshot.write_text(SNAPSHOT_FROM_ELSEWHERE)
+    done = cluster.taintplane(
+        "what-if", "taint", "nodes", "worker", "maint=1:NoExecute", "--snapshot", str(snapshot)
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # the copy's components keep their logs to themselves
+    assert "Not simulated (the copy runs without them): apps/v1 StatefulSet, v1 Service" in (
+        done.stdout
+    )
+    row = next(line for line in done.stdout.splitlines() if line.startswith("default     db-0"))
+    assert row.endswith("; its owner StatefulSet/db is not simulated: a replacement is not shown")

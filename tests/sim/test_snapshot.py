@@ -150,3 +150,15 @@ def test_restored_objects_keep_their_identity_and_their_namespace_is_made(tmp_pa
             assert created["metadata"]["creationTimestamp"] == "2026-03-01T12:00:00Z"
 
     asyncio.run(main())
+
+
+def test_a_taints_time_counts_towards_the_snapshots_instant() -> None:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n", "creationTimestamp": "2026-03-01T10:00:00Z"},
+        "spec": {
+            "taints": [{"key": "k", "effect": "NoExecute", "timeAdded": "2026-03-01T12:00:05Z"}]
+        },
+    }
+    assert snapshot_instant([node]) == datetime(2026, 3, 1, 12, 0, 5, tzinfo=UTC)

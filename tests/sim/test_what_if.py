@@ -225,3 +225,44 @@ def test_the_questions_nodes_are_checked_as_kubectl_checks_them(
         snapshot, "a:NoSchedule", selector=parse_label_selector("kubernetes.io/hostname=node-3")
     )
     assert chosen.nodes == ("node-3",)
+
+
+def test_replacements_that_come_and_go_say_where_they_ran_and_when_they_went(
+    tmp_path: Path,
+) -> None:
+    """A Deployment that tolerates the taint for 60 s and may only run on the tainted node:
+    each replacement lands there and is evicted 60 s later, as on a real cluster."""
+
+    async def main() -> list[dict[str, Any]]:
+        clock = VirtualClock(START)
+        nodes = [NodeShape(f"node-{i}") for i in (1, 2)]
+        async with in_process_cluster(tmp_path / "source", clock, nodes=nodes) as cluster:
+            client = cluster.client
+            assert client is not None
+            sticky = make_deployment("sticky", 1, {"app": "sticky"})
+            sticky["spec"]["template"]["spec"]["nodeSelector"] = {
+                "kubernetes.io/hostname": "node-2"
+            }
+            sticky["spec"]["template"]["spec"]["tolerations"] = [
+                {
+                    "key": "maintenance",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 60,
+                }
+            ]
+            await client.create(DEPLOYMENTS, sticky, namespace="default")
+            await clock.advance(30)
+            return await read_live(client)
+
+    objects = asyncio.run(main())
+    report = what_if(objects, plan(objects, "node-2", "maintenance=true:NoExecute"), 150)
+    [evicted] = report.affected
+    assert (evicted.outcome, report.offset(evicted.at) if evicted.at else None) == (
+        "evicted",
+        60.0,
+    )
+    first, second = report.replacements
+    assert (first.node, first.gone, first.detail) == ("node-2", True, "deleted at +2m0s")
+    assert (second.node, second.gone, second.pending) == ("node-2", False, False)
+    assert report.to_json()["replacements"][0]["deleted"] is True

@@ -17,6 +17,7 @@ import click
 
 from taintplane.api.duration import format_duration
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
+from taintplane.cli.logs import quiet_components
 from taintplane.sim.report_html import render_html
 from taintplane.sim.scenario import ScenarioError, load_scenario
 from taintplane.sim.simulate import SimulationReport, run_scenario, shown_timeline
@@ -42,6 +43,7 @@ def simulate_command(scenario: Path, report: Path | None, output: str, feature_g
     """Play SCENARIO (nodes or pools, objects, and steps such as taints, stopped kubelets or
     zones, node conditions, at offsets) on a fresh cluster on virtual time; print what
     happened and when."""
+    quiet_components()
     try:
         features = FeatureGates.parse(feature_gates)
     except (ValueError, UnknownFeatureGateError) as error:

@@ -24,6 +24,7 @@ from taintplane.api.features import FeatureGates, UnknownFeatureGateError
 from taintplane.api.selectors import LabelSelector, parse_label_selector
 from taintplane.api.taint_spec import TaintSpecError, parse_taint_command, validate_taint_command
 from taintplane.cli.kubeconfig import Target, load_target
+from taintplane.cli.logs import quiet_components
 from taintplane.client import ApiError, Client, HTTPTransport
 from taintplane.sim.snapshot import SnapshotError, read_live, read_snapshot_file, snapshot_instant
 from taintplane.sim.whatif import (
@@ -85,6 +86,7 @@ def what_if_taint_command(
     """What `kubectl taint nodes NAME… KEY[=VALUE]:EFFECT` would do: which pods are evicted,
     when, and where their replacements go. The same arguments as kubectl taint (KEY:EFFECT-
     and KEY- remove taints); the cluster itself is not changed."""
+    quiet_components()
     try:
         resources, changes = parse_taint_command(args)
         validate_taint_command(resources, changes, all_nodes=all_nodes, selector=selector)
@@ -248,10 +250,21 @@ def render_text(report: WhatIfReport) -> str:
         lines += _table(
             ("NAMESPACE", "POD", "OWNER", "NODE", "DETAIL"),
             [
-                (r.namespace, r.name, r.owner or "-", r.node or "<pending>", r.detail)
+                (
+                    r.namespace,
+                    r.name,
+                    r.owner or "-",
+                    r.node or ("<none>" if r.gone else "<pending>"),
+                    r.detail,
+                )
                 for r in report.replacements
             ],
         )
+    if report.not_simulated:
+        lines += [
+            "",
+            "Not simulated (the copy runs without them): " + ", ".join(report.not_simulated),
+        ]
     lines += ["", _summary(report)]
     return "\n".join(lines)
 
@@ -259,9 +272,7 @@ def render_text(report: WhatIfReport) -> str:
 def _summary(report: WhatIfReport) -> str:
     evicted = sum(1 for p in report.affected if p.outcome == "evicted")
     placed = Counter(r.node for r in report.replacements if r.node)
-    pending = sum(
-        1 for r in report.replacements if not r.node and r.detail != "deleted in the window"
-    )
+    pending = sum(1 for r in report.replacements if r.pending)
     where = ", ".join(f"{node}: {count}" for node, count in sorted(placed.items()))
     deleted = sum(1 for p in report.affected if p.outcome == "deleted")
     created = len(report.replacements)

@@ -123,6 +123,8 @@ class Recorder:
         #: When each pod's deletion began, whether it was an eviction, and why.
         self.deleting: dict[str, tuple[datetime, bool, str]] = {}
         self.deleted: dict[str, datetime] = {}
+        #: The node each pod was last scheduled to while armed.
+        self.placed: dict[str, str] = {}
         self.unschedulable: dict[str, str] = {}
         self.pods = Informer(
             client,
@@ -212,6 +214,8 @@ class Recorder:
                 self.deleting[key] = (self.clock.now(), event == "evicting", detail)
             elif event == "unschedulable":
                 self.unschedulable[key] = detail
+            elif event == "scheduled":
+                self.placed[key] = str((new.get("spec") or {}).get("nodeName") or "")
 
     def _pod_deleted(self, pod: dict[str, Any]) -> None:
         if not self.armed:

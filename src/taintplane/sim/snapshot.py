@@ -29,6 +29,7 @@ __all__ = [
     "SNAPSHOT_RESOURCES",
     "SnapshotError",
     "load_yaml_documents",
+    "not_restored",
     "objects_of",
     "read_live",
     "read_snapshot_file",
@@ -167,11 +168,15 @@ def _instants(obj: dict[str, Any]) -> Iterator[str]:
     spec = obj.get("spec")
     if obj.get("kind") == "Lease" and isinstance(spec, dict):
         yield str(spec.get("renewTime") or "")
+    if obj.get("kind") == "Node" and isinstance(spec, dict):
+        for taint in spec.get("taints") or []:
+            if isinstance(taint, dict):
+                yield str(taint.get("timeAdded") or "")
 
 
 def snapshot_instant(objects: Iterable[dict[str, Any]]) -> datetime | None:
-    """When the snapshot was taken, as well as it says: its newest creation, condition or
-    lease renewal time (heartbeats keep these fresh on a live cluster)."""
+    """When the snapshot was taken, as well as it says: its newest creation, condition,
+    taint or lease renewal time (heartbeats keep these fresh on a live cluster)."""
     newest: datetime | None = None
     for obj in objects:
         for text in _instants(obj):
@@ -186,6 +191,19 @@ def snapshot_instant(objects: Iterable[dict[str, Any]]) -> datetime | None:
             if newest is None or instant > newest:
                 newest = instant
     return newest
+
+
+def not_restored(objects: Iterable[dict[str, Any]], scheme: Scheme = SCHEME) -> list[str]:
+    """The kinds of ``objects`` a copy of the cluster starts without, as ``apiVersion Kind``:
+    the ones taintplane does not serve (a StatefulSet, a Job, a custom resource) and Events."""
+    return sorted(
+        {
+            f"{o['apiVersion']} {o['kind']}"
+            for o in objects
+            if scheme.by_kind(str(o["apiVersion"]), str(o["kind"])) is None
+            or (str(o["apiVersion"]), str(o["kind"])) in _NOT_RESTORED
+        }
+    )
 
 
 async def restore(

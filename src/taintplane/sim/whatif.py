@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from taintplane.agents.nodes import NodeShape
 from taintplane.api.decoding import format_time
+from taintplane.api.duration import format_duration
 from taintplane.api.features import FeatureGates
+from taintplane.api.scheme import SCHEME
 from taintplane.api.selectors import LabelSelector
 from taintplane.api.taint_spec import TaintChanges, TaintSpecError, apply_taint_changes
 from taintplane.api.taints import Taint, TaintEffect
@@ -33,6 +35,7 @@ from taintplane.client import Client, object_key, resource
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import in_process_cluster
 from taintplane.sim.recorder import Happening, Recorder, node_taints
+from taintplane.sim.snapshot import not_restored
 
 __all__ = [
     "NODE_RESOURCE_NAMES",
@@ -99,9 +102,15 @@ class Replacement:
     namespace: str
     name: str
     owner: str
-    #: The node it was scheduled to, or "" while it is pending.
+    #: The node it was scheduled to (last), or "" if it never was.
     node: str
     detail: str
+    #: Deleted before the window ended.
+    gone: bool = False
+
+    @property
+    def pending(self) -> bool:
+        return not self.node and not self.gone
 
 
 @dataclass
@@ -112,6 +121,9 @@ class WhatIfReport:
     timeline: list[Happening] = field(default_factory=list)
     affected: list[PodOutcome] = field(default_factory=list)
     replacements: list[Replacement] = field(default_factory=list)
+    #: Kinds of the snapshot the copy runs without (``apiVersion Kind``): nothing of theirs
+    #: happens in it (a StatefulSet does not replace its pods, a Job does not finish).
+    not_simulated: list[str] = field(default_factory=list)
 
     def offset(self, moment: datetime) -> float:
         return (moment - self.start).total_seconds()
@@ -128,6 +140,7 @@ class WhatIfReport:
             "nodes": list(self.plan.nodes),
             "taints": [t.to_string() for t in self.plan.changes.add],
             "removedTaints": [t.to_string() for t in self.plan.changes.remove],
+            "notSimulated": self.not_simulated,
             "timeline": [
                 {
                     **when(h.at),
@@ -157,6 +170,7 @@ class WhatIfReport:
                     "owner": r.owner,
                     "node": r.node,
                     "detail": r.detail,
+                    "deleted": r.gone,
                 }
                 for r in self.replacements
             ],
@@ -286,6 +300,20 @@ async def apply_plan(client: Client, plan: TaintPlan) -> None:
         await client.update(NODES, node)
 
 
+def _flag_unsimulated_owner(outcome: PodOutcome, pod: dict[str, Any]) -> PodOutcome:
+    """A pod whose controller the copy does not run (a StatefulSet, a Job): nobody replaces
+    it there, so the report says so rather than suggest it is simply gone."""
+    for ref in pod["metadata"].get("ownerReferences") or []:
+        if (
+            ref.get("controller")
+            and SCHEME.by_kind(str(ref.get("apiVersion")), str(ref.get("kind"))) is None
+        ):
+            owner = f"{ref.get('kind')}/{ref.get('name')}"
+            note = f"its owner {owner} is not simulated: a replacement is not shown"
+            return replace(outcome, detail=f"{outcome.detail}; {note}" if outcome.detail else note)
+    return outcome
+
+
 def _why_it_stays(
     pod: dict[str, Any], node: dict[str, Any] | None, end: datetime, started: datetime
 ) -> str:
@@ -332,7 +360,11 @@ async def run_what_if(
                     progress(step * done, window)
             end = clock.now()
             report = WhatIfReport(
-                start=began, end=end, plan=plan, timeline=recorder.named_deleters()
+                start=began,
+                end=end,
+                plan=plan,
+                timeline=recorder.named_deleters(),
+                not_simulated=not_restored(objects),
             )
             for pod in before:
                 key = object_key(pod)
@@ -358,15 +390,20 @@ async def run_what_if(
                         None,
                         why,
                     )
-                report.affected.append(outcome)
+                report.affected.append(_flag_unsimulated_owner(outcome, pod))
             for key, owner in recorder.created.items():
                 final = recorder.pods.get(key)
                 namespace, _, name = key.partition("/")
                 if final is None:
-                    placed, detail = "", "deleted in the window"
+                    # Ran (or waited) and was deleted in the window: where it ran, and when.
+                    placed = recorder.placed.get(key, "")
+                    gone = recorder.deleted.get(key)
+                    detail = f"deleted at +{format_duration(report.offset(gone))}" if gone else ""
                 else:
                     placed = (final.get("spec") or {}).get("nodeName") or ""
                     detail = "" if placed else recorder.unschedulable.get(key, "pending")
-                report.replacements.append(Replacement(namespace, name, owner, placed, detail))
+                report.replacements.append(
+                    Replacement(namespace, name, owner, placed, detail, gone=final is None)
+                )
             await recorder.stop()
     return report
