@@ -4,6 +4,7 @@ which toleration keeps each pod and for how long."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from typing import Any
@@ -93,11 +94,13 @@ def test_the_overview(cluster: LocalCluster, browser: Any) -> None:
     # The NoExecute taint is drawn as such.
     assert page.locator("#nodes .taint.NoExecute").inner_text() == "maintenance=true:NoExecute"
     [pending] = rows(page, "pending")
-    assert pending[0] == "default/picky"
-    assert pending[1].startswith("0/2 nodes are available: 2 node(s) didn't match Pod's node")
+    assert pending[:2] == ["default/picky", ""]
+    assert pending[2].startswith("0/2 nodes are available: 2 node(s) didn't match Pod's node")
     [leaving] = rows(page, "leaving")
     assert leaving[:3] == ["default/doomed", "node-1", "DeletionByTaintManager"]
-    reasons = [row[2] for row in rows(page, "events")]
+    events = rows(page, "events")
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", row[0]) for row in events)
+    reasons = [row[2] for row in events]
     assert "TaintManagerEviction" in reasons
     assert page.locator('meta[http-equiv="refresh"]').get_attribute("content") == "5"
 
@@ -126,6 +129,20 @@ def test_unknown_pages_and_writes_are_refused(cluster: LocalCluster) -> None:
         assert missing.status_code == 404
         assert "There is no node nope." in missing.text
         assert client.get("/dashboard/elsewhere").status_code == 404
+        assert client.get("/dashboard/nodes/").status_code == 404
         assert client.post("/dashboard/").status_code == 405
         # The API next door is untouched.
         assert client.get("/api/v1/nodes/node-2").json()["metadata"]["name"] == "node-2"
+
+
+def test_a_pod_its_kubelet_never_started_is_pending_too(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    with local_cluster(tmp_path_factory.mktemp("silent"), nodes=2) as running:
+        running.stop_node("node-2")
+        with httpx.Client(base_url=running.url) as api:
+            api.post("/api/v1/namespaces/default/pods", json=pod("stuck", nodeName="node-2"))
+            running.advance(0)
+            page = api.get("/dashboard/").text
+        assert "1 pending" in page
+        assert "bound to node-2, not started by its kubelet" in page

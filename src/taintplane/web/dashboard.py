@@ -81,7 +81,7 @@ class Dashboard:
             await _redirect(send, DASHBOARD_PREFIX + "/")
         elif rest == "/":
             await _respond(send, 200, await self.overview())
-        elif rest.startswith("/nodes/") and rest.count("/") == 2:
+        elif rest.startswith("/nodes/") and rest.count("/") == 2 and rest != "/nodes/":
             status, body = await self.node_page(rest[len("/nodes/") :])
             await _respond(send, status, body)
         else:
@@ -110,10 +110,11 @@ class Dashboard:
         pending = [
             (
                 escape(_pod_name(p)),
-                escape(str((find_condition(p, "PodScheduled") or {}).get("message", ""))),
+                _node_link(str((p.get("spec") or {}).get("nodeName") or "")),
+                escape(_waiting_because(p)),
             )
             for p in pods
-            if not (p.get("spec") or {}).get("nodeName")
+            if (p.get("status") or {}).get("phase", "Pending") == "Pending"
             and not p["metadata"].get("deletionTimestamp")
         ]
         leaving = []
@@ -142,17 +143,21 @@ class Dashboard:
             for e in recent
         ]
         ready = sum(_ready(n) == "True" for n in nodes)
-        running = sum((p.get("status") or {}).get("phase") == "Running" for p in pods)
+        running = sum(
+            (p.get("status") or {}).get("phase") == "Running"
+            and not p["metadata"].get("deletionTimestamp")
+            for p in pods
+        )
         body = (
             f'<p class="summary">{self._now()} · {ready} of {len(nodes)} nodes Ready · '
             f"{running} pods running · {len(pending)} pending · {len(leaving)} terminating</p>"
             + table("nodes", ("node", "zone", "Ready", "taints", "pods"), node_rows)
             + "<h2>Pending pods</h2>"
-            + table("pending", ("pod", "why"), pending, empty="No pod is waiting.")
+            + table("pending", ("pod", "node", "why"), pending, empty="No pod is waiting.")
             + "<h2>Pods on their way out</h2>"
             + table(
                 "leaving",
-                ("pod", "node", "reason", "deleted at"),
+                ("pod", "node", "reason", "deletionTimestamp"),
                 leaving,
                 empty="No pod is being deleted.",
             )
@@ -230,13 +235,25 @@ def _stay(pod: dict[str, Any], taints: list[Taint]) -> str:
 
 
 def _event_time(event: dict[str, Any]) -> str:
-    return str(
+    """When it last happened, to the second (eventTime is a MicroTime: cut to match)."""
+    text = str(
         event.get("lastTimestamp")
+        or (event.get("series") or {}).get("lastObservedTime")
         or event.get("eventTime")
         or event.get("firstTimestamp")
         or event["metadata"].get("creationTimestamp")
         or ""
     )
+    return text[:19] + "Z" if len(text) > 20 else text
+
+
+def _waiting_because(pod: dict[str, Any]) -> str:
+    """Why a Pending pod is not running: the scheduler's message, or that its kubelet has not
+    started it."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    if not node:
+        return str((find_condition(pod, "PodScheduled") or {}).get("message", ""))
+    return f"bound to {node}, not started by its kubelet"
 
 
 def _regarding(event: dict[str, Any]) -> str:
