@@ -3,6 +3,12 @@
 A key is queued at most once; a key added while it is being processed is processed again
 afterwards (never twice at once). ``add_after`` and ``retry`` delay on the component's clock,
 so under virtual time a retry happens at an exact instant.
+
+``retry`` is client-go's ``AddRateLimited`` with ``DefaultControllerRateLimiter``: the longer of
+a per-key exponential delay (reset by ``forget``, 5 ms doubling up to 1000 s) and the wait for a
+token from one bucket the whole queue shares (10 a second, 100 at most). A key that keeps being
+retried after every successful sync (forgotten each time) is so held at 10 syncs a second
+instead of one every 5 ms.
 """
 
 from __future__ import annotations
@@ -14,14 +20,42 @@ from collections.abc import Awaitable, Callable
 
 from taintplane.clock import Clock
 
-__all__ = ["WorkQueue"]
+__all__ = ["TokenBucket", "WorkQueue"]
 
 log = logging.getLogger(__name__)
 
 
+class TokenBucket:
+    """client-go's ``BucketRateLimiter`` (golang.org/x/time/rate) on a clock: ``qps`` tokens a
+    second up to ``burst``; every reservation takes one at once, and the bucket goes into debt,
+    so each reservation waits for the tokens the earlier ones borrowed."""
+
+    def __init__(self, clock: Clock, *, qps: float, burst: int) -> None:
+        self.clock = clock
+        self.qps = qps
+        self.burst = burst
+        self._tokens = float(burst)
+        self._last = clock.monotonic()
+
+    def reserve(self) -> float:
+        """Take a token; the seconds until it is there (0 when the bucket has one)."""
+        now = self.clock.monotonic()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
+        self._tokens -= 1
+        return -self._tokens / self.qps if self._tokens < 0 else 0.0
+
+
 class WorkQueue:
     def __init__(
-        self, clock: Clock, *, name: str, base_delay: float = 0.005, max_delay: float = 1000.0
+        self,
+        clock: Clock,
+        *,
+        name: str,
+        base_delay: float = 0.005,
+        max_delay: float = 1000.0,
+        qps: float = 10.0,
+        burst: int = 100,
     ) -> None:
         self.clock = clock
         self.name = name
@@ -33,6 +67,7 @@ class WorkQueue:
         self._failures: dict[str, int] = {}
         self._base_delay = base_delay
         self._max_delay = max_delay
+        self._bucket = TokenBucket(clock, qps=qps, burst=burst)
         self._timers: set[asyncio.Task[None]] = set()
 
     def __len__(self) -> int:
@@ -61,10 +96,13 @@ class WorkQueue:
         task.add_done_callback(self._timers.discard)
 
     def retry(self, key: str) -> None:
-        """Add again after an exponentially growing delay (reset by :meth:`forget`)."""
+        """Add again after an exponentially growing delay (reset by :meth:`forget`), or later
+        if the queue's bucket is out of tokens (client-go's ``MaxOfRateLimiter``: both are
+        consulted, so the bucket is charged even when the per-key delay is the longer)."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
-        self.add_after(key, min(self._base_delay * 2**failures, self._max_delay))
+        backoff = min(self._base_delay * 2**failures, self._max_delay)
+        self.add_after(key, max(backoff, self._bucket.reserve()))
 
     def forget(self, key: str) -> None:
         self._failures.pop(key, None)

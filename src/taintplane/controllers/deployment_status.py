@@ -151,7 +151,7 @@ async def sync_rollout_status(
     else:
         du.remove_condition(status, "ReplicaFailure")
     if omit_zero(status) == omit_zero(d.get("status") or {}):
-        _requeue_stuck(c, d, status)
+        requeue_stuck(c, d, status)
         return
     d["status"] = status
     await c.update_status(d)
@@ -178,19 +178,29 @@ def _replica_failure(all_rss: Sequence[RS | None], new: RS | None) -> dict[str, 
     return None
 
 
-def _requeue_stuck(c: DeploymentController, d: dict[str, Any], status: dict[str, Any]) -> None:
-    """Nothing changed: look again when the progress deadline passes."""
+def requeue_stuck(
+    c: DeploymentController, d: dict[str, Any], status: dict[str, Any]
+) -> float | None:
+    """Nothing changed: look again when the progress deadline passes (upstream's
+    ``requeueStuckDeployment``). The seconds until then, 0 for a rate-limited requeue now, None
+    when no progress is being estimated: no deadline, a complete rollout, or one already timed
+    out. A Deployment whose Progressing reason is still NewReplicaSetAvailable but that lost
+    pods is never marked timed out (upstream issue 106054), so past its deadline it is requeued
+    again and again, as often as the queue's rate limiter lets it (10 a second)."""
     current = du.get_condition(d.get("status") or {}, "Progressing")
     if not du.has_progress_deadline(d) or current is None:
-        return
+        return None
     if du.deployment_complete(d, status) or current.get("reason") == "ProgressDeadlineExceeded":
-        return
+        return None
     deadline = du.progress_deadline(d, current)
     if deadline is None:
-        return
+        return None
     after = (deadline - c.clock.now()).total_seconds()
     key = f"{d['metadata']['namespace']}/{d['metadata']['name']}"
     if after < 1:
         c.queue.retry(key)
-    else:
-        c.queue.add_after(key, after + 1)
+        return 0.0
+    # A second more, as upstream, so the sync lands after the deadline rather than on it
+    # (timing out needs the deadline strictly before now).
+    c.queue.add_after(key, after + 1)
+    return after
