@@ -79,11 +79,21 @@ async def running_pods(url: str) -> int:
         return len(response.json()["items"])
 
 
+#: What a simulated node holds (its allocatable pods).
+NODE_PODS = 110
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=150_000)
     args = parser.parse_args()
+    if args.pods > args.nodes * NODE_PODS:
+        # The kubelets would refuse the rest (OutOfpods) and they would never run.
+        parser.error(
+            f"--pods {args.pods} is more than {args.nodes} nodes hold "
+            f"({NODE_PODS} pods each): use at least {-(-args.pods // NODE_PODS)} nodes"
+        )
     with tempfile.TemporaryDirectory() as data:
         process = subprocess.Popen(
             [
