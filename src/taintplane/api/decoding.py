@@ -16,7 +16,14 @@ from typing import Any
 
 from taintplane.api.field import Path
 
-__all__ = ["DecodeError", "format_time", "optional_int64", "optional_str", "optional_time"]
+__all__ = [
+    "DecodeError",
+    "format_time",
+    "json_type",
+    "optional_int64",
+    "optional_str",
+    "optional_time",
+]
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -38,12 +45,13 @@ class DecodeError(ValueError):
     @classmethod
     def wrong_type(cls, value: object, struct: str, path: Path, go_type: str) -> DecodeError:
         return cls(
-            f"json: cannot unmarshal {_json_type(value)} into Go struct field "
+            f"json: cannot unmarshal {json_type(value)} into Go struct field "
             f"{struct}.{path.json_path()} of type {go_type}"
         )
 
 
-def _json_type(value: object) -> str:
+def json_type(value: object) -> str:
+    """The JSON type name Go's UnmarshalTypeError gives (``Value``)."""
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int | float):

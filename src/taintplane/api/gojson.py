@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from taintplane.api.decoding import json_type
+
 __all__ = ["GoJSONError", "cannot_unmarshal", "check_valid", "json_type", "loads"]
 
 _SPACE = b" \t\r\n"
@@ -182,19 +184,6 @@ def loads(text: str) -> Any:
     """``json.Unmarshal`` into ``any``: Go's syntax errors, then Python's value."""
     check_valid(text.encode())
     return json.loads(text)
-
-
-def json_type(value: Any) -> str:
-    """The JSON type name Go's UnmarshalTypeError gives (``Value``)."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def cannot_unmarshal(value: Any, go_type: str) -> GoJSONError:

@@ -12,7 +12,7 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from taintplane.api.taint_spec import TaintSpecError, parse_taint_command, valid
 from taintplane.cli.kubeconfig import Target, load_target
 from taintplane.cli.logs import quiet_components
 from taintplane.client import ApiError, Client, HTTPTransport
+from taintplane.clock import RealClock
 from taintplane.sim.snapshot import SnapshotError, read_live, read_snapshot_file, snapshot_instant
 from taintplane.sim.whatif import (
     STEPS,
@@ -176,7 +177,7 @@ def _read_cluster(
                 f"snapshot {snapshot} has no nodes: make it with `kubectl get nodes,pods,"
                 "replicasets,deployments,daemonsets,poddisruptionbudgets -A -o yaml`"
             )
-        return objects, snapshot_instant(objects) or datetime.now(UTC)
+        return objects, snapshot_instant(objects) or RealClock().now()
     target = load_target(kubeconfig)
     try:
         return asyncio.run(_read_live(target))
@@ -203,7 +204,7 @@ async def _cluster_now(client: Client) -> datetime:
     try:
         answer = await client.get_path("/taintplane/v1/clock")
     except ApiError:
-        return datetime.now(UTC)
+        return RealClock().now()
     return datetime.fromisoformat(str(answer["now"]).replace("Z", "+00:00"))
 
 

@@ -24,8 +24,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from taintplane.api.decoding import format_time
-from taintplane.api.podconditions import changed_condition
 from taintplane.client import ApiError, Client, resource
 from taintplane.client.events import EventRecorder
 from taintplane.client.shared import SharedInformers
@@ -40,6 +38,7 @@ from taintplane.controllers.device_evictions import (
     pod_eviction,
 )
 from taintplane.controllers.devicetaintrule_status import RuleStatus
+from taintplane.controllers.disruption_target import mark_disruption_target
 from taintplane.controllers.stability import alpha
 
 __all__ = ["COMPONENT", "DeviceTaintEvictionController", "DeviceTaintEvictionMetrics"]
@@ -354,26 +353,8 @@ class DeviceTaintEvictionController:
         if pod["metadata"].get("deletionTimestamp"):
             return True  # already being deleted (upstream counts it too)
         await self._pod_event(item, "Marking for deletion")
-        # Written only when UpdatePodCondition changes it (its transition time kept while
-        # its status holds).
-        condition = changed_condition(
-            pod,
-            {
-                "type": "DisruptionTarget",
-                "status": "True",
-                "reason": CONDITION_REASON,
-                "message": CONDITION_MESSAGE,
-            },
-            format_time(self.clock.now()),
+        await mark_disruption_target(
+            self.client, pod, CONDITION_REASON, CONDITION_MESSAGE, self.clock.now()
         )
-        if condition is not None:
-            await self.client.patch(
-                PODS,
-                name,
-                {"status": {"conditions": [condition]}},
-                namespace=namespace,
-                patch_type="strategic",
-                subresource="status",
-            )
         await self.client.delete(PODS, name, namespace, uid=uid)
         return True

@@ -28,14 +28,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from taintplane.api.decoding import format_time
-from taintplane.api.podconditions import changed_condition
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.tolerations import Toleration, matching_tolerations, min_toleration_seconds
 from taintplane.client import ApiError, Client, resource
 from taintplane.client.events import EventRecorder
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock, sleep_or_wake
+from taintplane.controllers.disruption_target import mark_disruption_target
 from taintplane.controllers.stability import alpha
 
 __all__ = ["TaintEvictionController", "TaintEvictionMetrics"]
@@ -299,23 +298,7 @@ class TaintEvictionController:
         ``UpdatePodCondition`` changes it, so a pod evicted again keeps its first
         ``lastTransitionTime`` and sees no status write; then the pod is deleted."""
         pod = await self.client.get(PODS, name, namespace)
-        condition = changed_condition(
-            pod,
-            {
-                "type": "DisruptionTarget",
-                "status": "True",
-                "reason": CONDITION_REASON,
-                "message": CONDITION_MESSAGE,
-            },
-            format_time(self.clock.now()),
+        await mark_disruption_target(
+            self.client, pod, CONDITION_REASON, CONDITION_MESSAGE, self.clock.now()
         )
-        if condition is not None:
-            await self.client.patch(
-                PODS,
-                name,
-                {"status": {"conditions": [condition]}},
-                namespace=namespace,
-                patch_type="strategic",
-                subresource="status",
-            )
         await self.client.delete(PODS, name, namespace)

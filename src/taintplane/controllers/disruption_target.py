@@ -1,0 +1,38 @@
+"""The DisruptionTarget condition the eviction controllers write before deleting a pod
+(upstream's addConditionAndDeletePod in the taint and device-taint eviction controllers)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from taintplane.api.decoding import format_time
+from taintplane.api.podconditions import changed_condition
+from taintplane.client import Client, resource
+
+__all__ = ["mark_disruption_target"]
+
+PODS = resource("", "v1", "pods")
+
+
+async def mark_disruption_target(
+    client: Client, pod: dict[str, Any], reason: str, message: str, now: datetime
+) -> None:
+    """Write ``DisruptionTarget=True`` with ``reason`` and ``message`` on ``pod``, only when
+    ``UpdatePodCondition`` would change it: a pod evicted again keeps its first
+    ``lastTransitionTime`` and sees no status write."""
+    condition = changed_condition(
+        pod,
+        {"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message},
+        format_time(now),
+    )
+    if condition is not None:
+        metadata = pod["metadata"]
+        await client.patch(
+            PODS,
+            metadata["name"],
+            {"status": {"conditions": [condition]}},
+            namespace=metadata.get("namespace", ""),
+            patch_type="strategic",
+            subresource="status",
+        )
