@@ -266,3 +266,42 @@ def test_replacements_that_come_and_go_say_where_they_ran_and_when_they_went(
     assert (first.node, first.gone, first.detail) == ("node-2", True, "deleted at +2m0s")
     assert (second.node, second.gone, second.pending) == ("node-2", False, False)
     assert report.to_json()["replacements"][0]["deleted"] is True
+
+
+def test_a_pod_on_a_silent_node_is_evicted_but_stays_terminating() -> None:
+    """A node that is not Ready in the snapshot gets no kubelet in the copy: its evicted pod's
+    deletion begins, and nothing finishes it — as on the real cluster."""
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "down", "uid": "00000000-0000-4000-8000-000000000001"},
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "Unknown",
+                        "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+                    }
+                ],
+                "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "stuck",
+                "namespace": "default",
+                "uid": "00000000-0000-4000-8000-000000000002",
+            },
+            "spec": {"nodeName": "down", "containers": [{"name": "c", "image": "nginx"}]},
+            "status": {"phase": "Running"},
+        },
+    ]
+    report = what_if(objects, plan(objects, "down", "k=v:NoExecute"), 120)
+    [stuck] = report.affected
+    assert (stuck.outcome, report.offset(stuck.at) if stuck.at else None) == ("evicted", 0.0)
+    assert stuck.detail == (
+        f"{EVICTED_BY_TAINT}; still Terminating at the end (its kubelet did not stop it)"
+    )

@@ -371,13 +371,18 @@ async def run_what_if(
                 node_name = pod["spec"]["nodeName"]
                 deleting = recorder.deletion(key)
                 if deleting is not None:
+                    detail = deleting[2]
+                    if key not in recorder.deleted:
+                        # Its deletion began but nothing finished it: a kubelet that is not
+                        # running (a node already down in the snapshot) leaves it Terminating.
+                        detail += "; still Terminating at the end (its kubelet did not stop it)"
                     outcome = PodOutcome(
                         pod["metadata"]["namespace"],
                         pod["metadata"]["name"],
                         node_name,
                         "evicted" if deleting[1] else "deleted",
                         deleting[0],
-                        deleting[2],
+                        detail,
                     )
                 else:
                     now = recorder.pods.get(key) or pod
