@@ -298,3 +298,34 @@ def test_the_kubelet_refuses_what_its_node_cannot_hold(tmp_path: Path) -> None:
         "node-1", capacity={"cpu": "2", "memory": "8Gi", "pods": "3", "example.com/gpu": "2"}
     )
     simulate(tmp_path, scenario, components=("agents",), nodes=[shape])
+
+
+def test_the_kubelet_refuses_a_host_port_already_taken_on_its_node(tmp_path: Path) -> None:
+    """predicate.go's generalFilter checks host ports too (AdmissionCheck: NodePorts)."""
+
+    def on_port(name: str, host_ip: str = "") -> dict[str, Any]:
+        made = pod(name)
+        port: dict[str, Any] = {"containerPort": 80, "hostPort": 8080}
+        if host_ip:
+            port["hostIP"] = host_ip
+        made["spec"]["containers"][0]["ports"] = [port]
+        return made
+
+    async def scenario(sim: Sim) -> None:
+        await sim.create_pod(on_port("first", "10.0.0.1"))
+        await sim.advance(1)
+        await sim.create_pod(on_port("other-ip", "10.0.0.2"))  # another address: free
+        await sim.create_pod(on_port("every-ip"))  # 0.0.0.0 collides with any address
+        await sim.advance(1)
+        other = await sim.pod("other-ip")
+        assert other is not None
+        assert other["status"]["phase"] == "Running"
+        refused = await sim.pod("every-ip")
+        assert refused is not None
+        assert (refused["status"]["phase"], refused["status"]["reason"]) == ("Failed", "NodePorts")
+        assert refused["status"]["message"] == (
+            "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for "
+            "the requested pod ports"
+        )
+
+    run(tmp_path, scenario)

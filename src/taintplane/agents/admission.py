@@ -3,9 +3,9 @@ checks the scheduler would have made, for pods that reached the node without it 
 ``spec.nodeName`` set by hand, a DaemonSet's pod racing a taint, a node that shrank).
 
 In upstream's order: the OS label and the OS field; then ``generalFilter``: resources (every
-insufficient one, in ``fitsRequest``'s order), the node's selector and affinity; then the
-node's NoExecute taints (static pods are exempt). The first failure is the pod's reason.
-Host ports are not checked (the simulated kubelet keeps no port table).
+insufficient one, in ``fitsRequest``'s order), the node's selector and affinity, free
+host ports; then the node's NoExecute taints (static pods are exempt). The first failure is
+the pod's reason.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from taintplane.api.host_ports import host_ports, port_conflict
 from taintplane.api.nodeaffinity import pod_matches_node_selector_and_affinity
 from taintplane.api.resources import amount, pod_requests
 from taintplane.api.taints import Taint, TaintEffect
@@ -23,6 +24,10 @@ __all__ = ["NODE_OS", "admission_failure", "insufficient_resources", "is_static"
 CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
 TAINT_REASON = "TaintToleration"
 TAINT_MESSAGE = "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
+PORTS_REASON = "NodePorts"
+PORTS_MESSAGE = (
+    "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+)
 AFFINITY_REASON = "NodeAffinity"
 AFFINITY_MESSAGE = (
     "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
@@ -112,6 +117,7 @@ def admission_failure(
     pod_os = (spec.get("os") or {}).get("name")
     if pod_os is not None and pod_os != NODE_OS:
         return OS_FIELD_REASON, OS_FIELD_MESSAGE
+    others = list(others)
     short = insufficient_resources(pod, node, others)
     if short:
         resource, requested, used, capacity = short[0]
@@ -124,6 +130,14 @@ def admission_failure(
     labels = node_meta.get("labels") or {}
     if not pod_matches_node_selector_and_affinity(spec, labels, str(node_meta.get("name", ""))):
         return AFFINITY_REASON, AFFINITY_MESSAGE
+    wanted = host_ports(spec)
+    if wanted:
+        taken: dict[tuple[str, int], set[str]] = {}
+        for other in others:
+            for protocol, port, ip in host_ports(other.get("spec") or {}):
+                taken.setdefault((protocol, port), set()).add(ip)
+        if any(port_conflict(taken, port) for port in wanted):
+            return PORTS_REASON, PORTS_MESSAGE
     if not is_static(pod):
         taints = [Taint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or []]
         tolerations = [Toleration.from_dict(t) for t in spec.get("tolerations") or []]

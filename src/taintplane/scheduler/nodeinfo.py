@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taintplane.api.field import Path
+from taintplane.api.host_ports import BIND_ALL_HOST_IP, HostPort, host_ports
 from taintplane.api.resources import amount as _quantity
 from taintplane.api.resources import pod_requests
 from taintplane.api.taints import Taint, parse_taints
@@ -34,29 +35,6 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 def pod_key(pod: Mapping[str, Any]) -> str:
     meta = pod.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-#: ``DefaultBindAllHostIP``: a hostPort without hostIP binds every address.
-BIND_ALL_HOST_IP = "0.0.0.0"
-
-#: A host port as ``(protocol, port, hostIP)``, with upstream's defaults filled in.
-HostPort = tuple[str, int, str]
-
-
-def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
-    """``GetHostPorts``: the host ports of the containers and of the init containers that run
-    for the pod's whole life (``restartPolicy: Always``, sidecars)."""
-    containers = [
-        c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"
-    ] + list(spec.get("containers") or [])
-    ports = []
-    for container in containers:
-        for port in container.get("ports") or []:
-            number = port.get("hostPort")
-            if isinstance(number, int) and number > 0:
-                protocol = str(port.get("protocol") or "TCP")
-                ports.append((protocol, number, str(port.get("hostIP") or BIND_ALL_HOST_IP)))
-    return tuple(ports)
 
 
 @dataclass
@@ -111,7 +89,7 @@ class PodInfo:
             priority=int(spec.get("priority") or 0),
             scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
             node_name=str(spec.get("nodeName") or ""),
-            host_ports=_host_ports(spec),
+            host_ports=host_ports(spec),
             has_pod_affinity=bool(pod_affinity or anti_affinity),
             has_required_anti_affinity=bool(
                 (anti_affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution")

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from taintplane.api.host_ports import HostPort, port_conflict
 from taintplane.scheduler.framework import (
     Code,
     CycleState,
@@ -20,7 +21,7 @@ from taintplane.scheduler.framework import (
     PreFilterPlugin,
     Status,
 )
-from taintplane.scheduler.nodeinfo import BIND_ALL_HOST_IP, HostPort, NodeInfo, PodInfo
+from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
 from taintplane.scheduler.table import NodeTable
 
@@ -32,13 +33,7 @@ _PRE_FILTER_KEY = "PreFilter" + names.NODE_PORTS
 
 def conflicts(node: NodeInfo, wanted: HostPort) -> bool:
     """``HostPortInfo.CheckConflict`` against the node's used ports."""
-    protocol, port, ip = wanted
-    holders = node.used_ports.get((protocol, port))
-    if not holders:
-        return False
-    if ip == BIND_ALL_HOST_IP:
-        return True
-    return BIND_ALL_HOST_IP in holders or ip in holders
+    return port_conflict(node.used_ports, wanted)
 
 
 class NodePorts:
