@@ -12,6 +12,7 @@ from taintplane.api.decoding import format_time
 from taintplane.client import ApiError, resource
 from tests.controllers.harness import Sim, simulate
 from tests.controllers.test_garbage_collector import replicaset
+from tests.controllers.workload_builders import make_daemonset
 
 PDBS = resource("policy", "v1", "poddisruptionbudgets")
 REPLICASETS = resource("apps", "v1", "replicasets")
@@ -207,19 +208,7 @@ def test_unmanaged_pods_are_reported_not_failed(tmp_path: Path) -> None:
 
 def test_a_budget_over_daemon_pods_fails_safe(tmp_path: Path) -> None:
     async def scenario(sim: Sim) -> None:
-        daemon = {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": "web"},
-            "spec": {
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": {
-                    "metadata": {"labels": {"app": "web"}},
-                    "spec": {"containers": [{"name": "c", "image": "agent"}]},
-                },
-            },
-        }
-        await sim.client.create(DAEMONSETS, daemon, namespace="default")
+        await sim.client.create(DAEMONSETS, make_daemonset("web"), namespace="default")
         await sim.advance(1)
         await sim.client.create(PDBS, budget("max", maxUnavailable=1), namespace="default")
         await sim.advance(1)

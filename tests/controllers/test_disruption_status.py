@@ -18,6 +18,7 @@ from tests.controllers.test_disruption import (
     bare_pod,
     budget,
 )
+from tests.controllers.workload_builders import make_daemonset
 
 
 def _run(
@@ -36,19 +37,7 @@ def _run(
 
 def test_a_budget_failing_safe_before_it_was_observed(tmp_path: Path) -> None:
     async def scenario(sim: Sim) -> None:
-        daemon = {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": "web"},
-            "spec": {
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": {
-                    "metadata": {"labels": {"app": "web"}},
-                    "spec": {"containers": [{"name": "c", "image": "agent"}]},
-                },
-            },
-        }
-        await sim.client.create(DAEMONSETS, daemon, namespace="default")
+        await sim.client.create(DAEMONSETS, make_daemonset("web"), namespace="default")
         await sim.advance(1)
         await sim.client.create(PDBS, budget("max", maxUnavailable=1), namespace="default")
         await sim.advance(1)

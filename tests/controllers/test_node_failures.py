@@ -12,6 +12,7 @@ from taintplane.client import resource
 from taintplane.controllers.manager import ControllerConfig
 from taintplane.controllers.nodelifecycle import NodeLifecycleConfig
 from tests.controllers.harness import Sim, simulate
+from tests.controllers.workload_builders import make_daemonset
 from tests.scheduler.builders import make_pod
 
 REPLICASETS = resource("apps", "v1", "replicasets")
@@ -30,21 +31,6 @@ def replicaset(name: str, replicas: int) -> dict[str, Any]:
             "template": {
                 "metadata": {"labels": {"app": name}},
                 "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
-
-
-def daemonset(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": name},
-        "spec": {
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": "agent"}]},
             },
         },
     }
@@ -70,7 +56,7 @@ def test_a_dead_nodes_replicaset_pods_come_back_elsewhere_and_daemons_stay(
 ) -> None:
     async def scenario(sim: Sim) -> None:
         await sim.client.create(REPLICASETS, replicaset("web", 6), namespace="default")
-        await sim.client.create(DAEMONSETS, daemonset("agent"), namespace="default")
+        await sim.client.create(DAEMONSETS, make_daemonset("agent"), namespace="default")
         await sim.advance(1)
         # Every web pod runs and every node has some. Not always two each: the DaemonSet's
         # pods are created in the same instant, and when one lands before the last web pods

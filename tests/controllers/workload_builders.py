@@ -53,6 +53,22 @@ def make_deployment(
     }
 
 
+def make_daemonset(name: str, image: str = "agent") -> dict[str, Any]:
+    """A DaemonSet of one container, its pods labelled ``app: NAME``."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": image}]},
+            },
+        },
+    }
+
+
 def make_orphan(name: str, labels: dict[str, str], node: str = "") -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "nginx:1.27"}]}
     if node:

@@ -30,7 +30,7 @@ from taintplane.sim.whatif import (
     run_what_if,
 )
 from tests.controllers.harness import START
-from tests.controllers.workload_builders import DEPLOYMENTS, make_deployment
+from tests.controllers.workload_builders import DEPLOYMENTS, make_daemonset, make_deployment
 
 PODS = resource("", "v1", "pods")
 DAEMONSETS = resource("apps", "v1", "daemonsets")
@@ -50,22 +50,6 @@ def pinned_pod(name: str, node: str, tolerations: list[dict[str, Any]]) -> dict[
     }
 
 
-def daemonset(name: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "agent:1"}]},
-            },
-        },
-    }
-
-
 def take_snapshot(tmp_path: Path) -> list[dict[str, Any]]:
     """Three nodes running a 3-replica Deployment (one pod on each), a DaemonSet, and two pods
     pinned to node-2: one tolerating ``maintenance`` for an hour, one tolerating everything."""
@@ -80,7 +64,7 @@ def take_snapshot(tmp_path: Path) -> list[dict[str, Any]]:
                 DEPLOYMENTS, make_deployment("web", 3, {"app": "web"}), namespace="default"
             )
             await clock.advance(1)
-            await client.create(DAEMONSETS, daemonset("agent"), namespace="default")
+            await client.create(DAEMONSETS, make_daemonset("agent"), namespace="default")
             patient = [
                 {
                     "key": "maintenance",
