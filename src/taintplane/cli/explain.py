@@ -18,6 +18,7 @@ from taintplane.api.nodeaffinity import requirement_matches, term_matches
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.tolerations import TaintFilter, find_untolerated_taint
 from taintplane.cli.kubeconfig import load_target
+from taintplane.cli.text import columns
 from taintplane.client import ApiError, Client, HTTPTransport, resource
 from taintplane.clock import RealClock
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -200,7 +201,7 @@ def _table(report: dict[str, Any]) -> str:
             + ", ".join(preemption["victims"])
         )
     header = ("NODE", "VERDICT", "PLUGIN", "WHY", "SCORE")
-    table = [header]
+    table: list[tuple[str, ...]] = []
     for row in report["nodes"]:
         if row["verdict"] == "fits":
             why = " ".join(f"{plugin}={value}" for plugin, value in row["scores"].items())
@@ -208,9 +209,8 @@ def _table(report: dict[str, Any]) -> str:
         else:
             why = row["reason"] + (f" ({row['detail']})" if row["detail"] else "")
             table.append((row["node"], "rejected", row["plugin"], why, ""))
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     lines.append("")
-    lines += ["   ".join(cell.ljust(widths[i]) for i, cell in enumerate(r)).rstrip() for r in table]
+    lines += columns(header, table)
     fixes = [(row["node"], t) for row in report["nodes"] for t in row["tolerations"]]
     if fixes:
         lines.append("")

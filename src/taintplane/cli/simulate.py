@@ -18,6 +18,7 @@ import click
 from taintplane.api.duration import format_duration
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
 from taintplane.cli.logs import quiet_components
+from taintplane.cli.text import columns
 from taintplane.sim.report_html import render_html
 from taintplane.sim.scenario import ScenarioError, load_scenario
 from taintplane.sim.simulate import SimulationReport, run_scenario, shown_timeline
@@ -101,15 +102,11 @@ def render_text(result: SimulationReport, report: Path | None) -> str:
         for number, (at, step) in enumerate(result.steps, 1)
     ]
     shown, routine, more = shown_timeline(result.timeline, TEXT_TIMELINE_LINES)
-    rows = [("TIME", "EVENT", "OBJECT", "DETAIL")] + [
-        (offset(h.at), h.event, h.object, h.detail) for h in shown
-    ]
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines.append("")
-    lines += [
-        "   ".join(cell.ljust(widths[i]) if i < 3 else cell for i, cell in enumerate(r)).rstrip()
-        for r in rows
-    ]
+    lines += columns(
+        ("TIME", "EVENT", "OBJECT", "DETAIL"),
+        [(offset(h.at), h.event, h.object, h.detail) for h in shown],
+    )
     if routine:
         lines.append(
             f"… {routine} routine pod happenings (created, scheduled, running, succeeded) "

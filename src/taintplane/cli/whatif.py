@@ -25,6 +25,7 @@ from taintplane.api.selectors import LabelSelector, parse_label_selector
 from taintplane.api.taint_spec import TaintSpecError, parse_taint_command, validate_taint_command
 from taintplane.cli.kubeconfig import Target, load_target
 from taintplane.cli.logs import quiet_components
+from taintplane.cli.text import columns
 from taintplane.client import ApiError, Client, HTTPTransport
 from taintplane.clock import RealClock
 from taintplane.sim.snapshot import SnapshotError, read_live, read_snapshot_file, snapshot_instant
@@ -215,13 +216,6 @@ def _offset(report: WhatIfReport, moment: datetime | None) -> str:
     return "-" if moment is None else "+" + format_duration(report.offset(moment))
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    return [
-        "   ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in [header, *rows]
-    ]
-
-
 def render_text(report: WhatIfReport) -> str:
     plan = report.plan
     changes = [t.to_string() for t in plan.changes.add] + [
@@ -233,13 +227,13 @@ def render_text(report: WhatIfReport) -> str:
         f"{format_duration(report.offset(report.end))} (nothing was changed in the cluster).",
         "",
     ]
-    lines += _table(
+    lines += columns(
         ("TIME", "EVENT", "OBJECT", "DETAIL"),
         [(_offset(report, h.at), h.event, h.object, h.detail) for h in report.timeline],
     )
     if report.affected:
         lines += ["", "Pods on the tainted nodes:"]
-        lines += _table(
+        lines += columns(
             ("NAMESPACE", "POD", "NODE", "OUTCOME", "AT", "WHY"),
             [
                 (p.namespace, p.name, p.node, p.outcome, _offset(report, p.at), p.detail)
@@ -248,7 +242,7 @@ def render_text(report: WhatIfReport) -> str:
         )
     if report.replacements:
         lines += ["", "Pods created meanwhile:"]
-        lines += _table(
+        lines += columns(
             ("NAMESPACE", "POD", "OWNER", "NODE", "DETAIL"),
             [
                 (
