@@ -13,7 +13,7 @@ from taintplane.api.taints import Taint
 from taintplane.client import Client, Informer, object_key, resource
 from taintplane.clock import Clock
 
-__all__ = ["Happening", "Recorder", "node_taints", "owner_of"]
+__all__ = ["NODES", "Happening", "Recorder", "node_taints", "owner_of"]
 
 NODES = resource("", "v1", "nodes")
 PODS = resource("", "v1", "pods")

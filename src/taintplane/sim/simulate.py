@@ -22,10 +22,10 @@ from taintplane.agents.kubelet import UnknownNodeError
 from taintplane.api.decoding import format_time
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME
-from taintplane.client import ApiError, Client, resource
+from taintplane.client import ApiError, Client
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import Cluster, in_process_cluster
-from taintplane.sim.recorder import Happening, Recorder, node_taints
+from taintplane.sim.recorder import NODES, Happening, Recorder, node_taints
 from taintplane.sim.scenario import Scenario, Step
 from taintplane.sim.whatif import WhatIfError, apply_plan, resolve_plan
 
@@ -35,7 +35,6 @@ __all__ = ["ROUTINE", "SAMPLES", "Sample", "SimulationReport", "run_scenario", "
 ROUTINE = frozenset({"created", "scheduled", "running", "succeeded"})
 #: Points of the chart over the whole run.
 SAMPLES = 200
-NODES = resource("", "v1", "nodes")
 
 
 @dataclass(frozen=True)

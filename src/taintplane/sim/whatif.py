@@ -31,10 +31,10 @@ from taintplane.api.tolerations import (
     matching_tolerations,
     min_toleration_seconds,
 )
-from taintplane.client import Client, object_key, resource
+from taintplane.client import Client, object_key
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import in_process_cluster
-from taintplane.sim.recorder import Happening, Recorder, node_taints
+from taintplane.sim.recorder import NODES, Happening, Recorder, node_taints
 from taintplane.sim.snapshot import not_restored
 
 __all__ = [
@@ -52,9 +52,6 @@ __all__ = [
     "run_what_if",
 ]
 
-NODES = resource("", "v1", "nodes")
-PODS = resource("", "v1", "pods")
-EVENTS = resource("", "v1", "events")
 
 #: Time left after the last eviction the taint causes, for replacements to be scheduled and start.
 SETTLE_SECONDS = 300.0
