@@ -38,6 +38,13 @@ from taintplane.apiserver.registry_checks import DecodeFailure
 from taintplane.apiserver.requestinfo import RequestInfo
 from taintplane.apiserver.scale import apply_scale, scale_of
 from taintplane.apiserver.status import APIError, success
+from taintplane.apiserver.strict_decoding import (
+    NO_NOTES,
+    DecodeNotes,
+    notes_for_body,
+    notes_for_patch,
+    yaml_duplicates,
+)
 from taintplane.apiserver.subresources import bind
 from taintplane.apiserver.tables import table_for
 from taintplane.apiserver.watch_stream import watch_lines
@@ -160,6 +167,7 @@ class ResourceHandlers:
                 dry_run=self._dry_run(request),
                 field_validation=self._field_validation(request),
                 manager=self._manager(request),
+                notes=await self._body_notes(request),
             )
             return json_response(created, 201)
         if verb == "update":
@@ -173,6 +181,7 @@ class ResourceHandlers:
                 dry_run=self._dry_run(request),
                 field_validation=self._field_validation(request),
                 manager=self._manager(request),
+                notes=await self._body_notes(request),
             )
             return json_response(updated)
         if verb == "patch":
@@ -187,6 +196,17 @@ class ResourceHandlers:
         if hasattr(request.state, "body"):
             return request.state.body  # already converted from a served version (conversion.py)
         return codec.decode_body(await request.body(), request.headers.get("content-type"))
+
+    async def _body_notes(self, request: Request) -> DecodeNotes:
+        """Duplicate fields in a create or update body (not for a body converted from
+        another served version: its raw bytes are not the object's)."""
+        if hasattr(request.state, "body"):
+            return NO_NOTES
+        return notes_for_body(
+            await request.body(),
+            codec.media_type(request.headers.get("content-type")),
+            self._field_validation(request),
+        )
 
     @staticmethod
     def _require_object(body: Any) -> dict[str, Any]:
@@ -340,6 +360,8 @@ class ResourceHandlers:
         content_type = codec.media_type(request.headers.get("content-type"))
         if content_type not in codec.PATCH_TYPES:
             raise APIError.unsupported_media_type(content_type)
+        notes = DecodeNotes(sorted_walk=True)
+        apply_duplicates: list[str] = []
         if hasattr(request.state, "body"):
             patch = request.state.body
         else:
@@ -347,9 +369,13 @@ class ResourceHandlers:
             patch = codec.decode_body(
                 raw, "application/yaml" if content_type.endswith("yaml") else "application/json"
             )
+            if content_type != "application/apply-patch+yaml":
+                notes = notes_for_patch(raw, content_type, self._field_validation(request))
+            elif self._field_validation(request) != "Ignore":
+                apply_duplicates = yaml_duplicates(raw.decode("utf-8", "replace"))
         dry_run = self._dry_run(request)
         if content_type == "application/apply-patch+yaml":
-            return await self._apply(request, info, patch, dry_run)
+            return await self._apply(request, info, patch, dry_run, apply_duplicates)
 
         patched: list[dict[str, Any]] = []
 
@@ -367,6 +393,7 @@ class ResourceHandlers:
                 dry_run=dry_run,
                 field_validation=self._field_validation(request),
                 manager=self._manager(request),
+                notes=notes,
             )
         except DecodeFailure as error:
             # handlers/patch.go: the patched object that does not decode is the patch's
@@ -413,17 +440,31 @@ class ResourceHandlers:
         return json_response(scale_of(updated))
 
     async def _apply(
-        self, request: Request, info: RequestInfo, patch: Any, dry_run: bool
+        self,
+        request: Request,
+        info: RequestInfo,
+        patch: Any,
+        dry_run: bool,
+        duplicates: list[str],
     ) -> Response:
         """Server-side apply: create the object if missing; otherwise refuse conflicting
         changes to fields other managers own (unless ``force``), drop the fields this manager
-        applied before and no longer names, and merge the configuration in."""
+        applied before and no longer names, and merge the configuration in. Keys the
+        configuration sets twice (go-yaml's ``duplicates``) are an error under
+        ``fieldValidation=Strict`` and warnings otherwise (handlers/patch.go, applyPatcher)."""
         config = self._require_object(patch)
         manager = request.query_params.get("fieldManager") or ""
         if not manager:
             raise APIError.bad_request(
                 "PATCH requests with apply patches must specify a fieldManager"
             )
+        if duplicates and self._field_validation(request) == "Strict":
+            raise APIError.bad_request(
+                "error strict decoding YAML: error converting YAML to JSON: "
+                "yaml: unmarshal errors:\n  " + "\n  ".join(duplicates)
+            )
+        for text in duplicates:
+            warning.add(text)
         force = _query_bool(request, "force")
         skip_status = self.registry.strategy(info.resource).has_status and not info.subresource
         raw_meta = config.get("metadata")

@@ -37,6 +37,7 @@ from taintplane.apiserver.registry_reads import (
 )
 from taintplane.apiserver.status import APIError, from_store_error
 from taintplane.apiserver.strategies.base import meta
+from taintplane.apiserver.strict_decoding import NO_NOTES, DecodeNotes
 from taintplane.clock import Clock
 from taintplane.store import errors as store_errors
 from taintplane.store.interface import Store
@@ -105,9 +106,10 @@ class Registry(RegistryReads):
         field_validation: str = "Warn",
         manager: str = "",
         apply: Apply | None = None,
+        notes: DecodeNotes = NO_NOTES,
     ) -> dict[str, Any]:
         obj: dict[str, Any] = clone(body)
-        check_type(resource, obj, field_validation)
+        check_type(resource, obj, field_validation, notes=notes)
         metadata = meta(obj)
         if resource.namespaced:
             if metadata.get("namespace") and metadata["namespace"] != namespace:
@@ -206,9 +208,10 @@ class Registry(RegistryReads):
         dry_run: bool = False,
         field_validation: str = "Warn",
         manager: str = "",
+        notes: DecodeNotes = NO_NOTES,
     ) -> dict[str, Any]:
         new: dict[str, Any] = clone(body)
-        check_type(resource, new, field_validation)
+        check_type(resource, new, field_validation, notes=notes)
         body_name = meta(new).get("name")
         if body_name and body_name != name:
             raise APIError.bad_request(
@@ -234,6 +237,7 @@ class Registry(RegistryReads):
         field_validation: str = "Warn",
         manager: str = "",
         apply: Apply | None = None,
+        notes: DecodeNotes = NO_NOTES,
     ) -> dict[str, Any]:
         """Read, ``mutate`` a copy, write; retried on conflicts unless the result pins a
         resourceVersion (then a stale one is the caller's conflict)."""
@@ -245,7 +249,7 @@ class Registry(RegistryReads):
             # caller's precondition (a patch that names a resourceVersion).
             current: dict[str, Any] = orjson.loads(kv.value)
             new = mutate(current)
-            check_type(resource, new, field_validation, baseline=old)
+            check_type(resource, new, field_validation, baseline=old, notes=notes)
             pinned = meta(new).get("resourceVersion")
             if pinned and pinned != meta(old)["resourceVersion"]:
                 raise from_store_error(store_errors.Conflict(name, 0), resource, name)

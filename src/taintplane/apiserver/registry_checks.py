@@ -13,6 +13,7 @@ from taintplane.api.decoding import DecodeError, format_time
 from taintplane.api.scheme import ResourceType
 from taintplane.apiserver import fieldmanager, typecheck, warning
 from taintplane.apiserver.status import APIError
+from taintplane.apiserver.strict_decoding import NO_NOTES, DecodeNotes
 from taintplane.clock import Clock
 
 __all__ = [
@@ -49,10 +50,12 @@ def check_type(
     obj: dict[str, Any],
     field_validation: str = "Warn",
     baseline: dict[str, Any] | None = None,
+    notes: DecodeNotes = NO_NOTES,
 ) -> None:
     """``obj`` is of the kind and version served at ``resource`` and every field has its
-    schema's type. Unknown fields are refused under ``fieldValidation=Strict``; otherwise
-    they are dropped, as decoding into the Go types does, each with a warning under ``Warn``
+    schema's type. Unknown fields, and the duplicate fields ``notes`` found in the body, are
+    refused under ``fieldValidation=Strict``; otherwise unknown fields are dropped, as
+    decoding into the Go types does, and each finding is a warning under ``Warn``
     (handlers/create.go, update.go, patch.go: addStrictDecodingWarnings)."""
     kind, api_version = obj.get("kind"), obj.get("apiVersion")
     if api_version and api_version != resource.api_version:
@@ -71,14 +74,21 @@ def check_type(
         return
     strict = field_validation == "Strict"
     try:
-        report = typecheck.check_object(obj, schema, baseline, drop_unknown=not strict)
+        report = typecheck.check_object(
+            obj,
+            schema,
+            baseline,
+            drop_unknown=not strict,
+            duplicates=notes.inline if field_validation != "Ignore" else frozenset(),
+            sorted_walk=notes.sorted_walk,
+        )
     except typecheck.TypeCheckError as error:
         raise cannot_handle(resource, DecodeError(error.message)) from error
-    unknown = [f'unknown field "{path}"' for path in report.unknown]
-    if unknown and strict:
-        raise cannot_handle(resource, DecodeError(f"strict decoding error: {', '.join(unknown)}"))
+    if strict and (notes.leading or report.problems):
+        found = ", ".join([*notes.leading_for_error, *report.problems])
+        raise cannot_handle(resource, DecodeError(f"strict decoding error: {found}"))
     if field_validation == "Warn":
-        for text in unknown:
+        for text in [*notes.leading, *report.problems]:
             warning.add(text)
 
 

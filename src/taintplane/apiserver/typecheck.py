@@ -41,8 +41,24 @@ class TypeCheckError(ValueError):
 
 @dataclass
 class TypeReport:
+    """What a check found: ``unknown`` fields' strict paths, and ``problems``, the strict
+    decoder's findings in its order (unknown fields, and the ``duplicates`` the body set
+    twice, which the caller found in the raw body)."""
+
     unknown: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
     drop_unknown: bool = False
+    duplicates: frozenset[str] = frozenset()
+    sorted_walk: bool = False
+
+    def items(self, value: dict[str, Any]) -> Any:
+        """``value``'s fields in the order the decoder meets them: the document's, or the
+        keys sorted when the object reached it as a re-encoded Go map."""
+        return sorted(value.items()) if self.sorted_walk else value.items()
+
+    def note_duplicate(self, path: str) -> None:
+        if self.duplicates and path in self.duplicates:
+            self.problems.append(f'duplicate field "{path}"')
 
 
 @cache
@@ -111,14 +127,18 @@ def check_object(
     baseline: Mapping[str, Any] | None = None,
     *,
     drop_unknown: bool = False,
+    duplicates: frozenset[str] = frozenset(),
+    sorted_walk: bool = False,
 ) -> TypeReport:
     """Check ``obj`` against the schema named ``kind_schema``; raises on a type mismatch.
 
     Parts equal to ``baseline`` (the stored object an update starts from, checked when it
     was written) are skipped, so a small patch costs little however large the object.
-    ``drop_unknown`` removes the unknown fields from ``obj`` (in place).
+    ``drop_unknown`` removes the unknown fields from ``obj`` (in place). ``duplicates`` are
+    reported where the walk meets them, unless the field is unknown (then it is reported as
+    unknown only, as sigs.k8s.io/json does for typed objects).
     """
-    report = TypeReport(drop_unknown=drop_unknown)
+    report = TypeReport(drop_unknown=drop_unknown, duplicates=duplicates, sorted_walk=sorted_walk)
     _check_struct(obj, kind_schema, _Path("", ""), report, baseline)
     return report
 
@@ -157,7 +177,7 @@ def _check_struct(
     struct = name.rsplit(".", 1)[1]
     properties: dict[str, Any] = schema.get("properties") or {}
     unknown: list[str] = []
-    for key, item in value.items():
+    for key, item in report.items(value):
         before = baseline.get(key, _MISSING) if baseline is not None else _MISSING
         if before is not _MISSING and before == item:
             continue
@@ -166,8 +186,10 @@ def _check_struct(
         if prop is None:
             if key not in ("apiVersion", "kind") or "apiVersion" not in properties:
                 report.unknown.append(child_path.strict)
+                report.problems.append(f'unknown field "{child_path.strict}"')
                 unknown.append(key)
             continue
+        report.note_duplicate(child_path.strict)
         _check_value(
             item,
             prop,
@@ -213,7 +235,8 @@ def _check_value(
             raise _fail(value, struct, path, schema)
         inner = schema.get("additionalProperties")
         if isinstance(inner, dict):
-            for name, item in value.items():
+            for name, item in report.items(value):
+                report.note_duplicate(path.map_key(name).strict)
                 if (
                     key in QUANTITY_MAPS
                     and isinstance(item, int | float)
