@@ -167,6 +167,8 @@ def main() -> int:
             {"group": rt.group, "kind": rt.kind, "version": rt.version}
         ]
         kinds[f"{rt.group}/{rt.version}/{rt.kind}"] = name
+        if "list" not in rt.verbs:  # bindings: create only, no list kind
+            continue
         list_class = f"{class_name}List"
         if not hasattr(models, list_class):  # ResourceV1ResourceClaim has a V1ResourceClaimList
             list_class = f"{prefix}{rt.kind}List"

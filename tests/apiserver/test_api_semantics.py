@@ -418,3 +418,25 @@ def test_events_are_served_in_both_versions_from_one_store(api):
     assert listed["apiVersion"] == "events.k8s.io/v1"
     assert {e["metadata"]["name"] for e in listed["items"]} >= {"ev-1", "ev-2"}
     assert all("note" in e for e in listed["items"])
+
+
+def test_the_bindings_resource_binds_the_pod_its_binding_names(api):
+    """POST /api/v1/namespaces/NS/bindings, the older way to bind (kube-apiserver serves it
+    beside pods/binding); discovery lists it, create only."""
+    api.post("/api/v1/namespaces/default/pods", json=pod("legacy-bind"))
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "legacy-bind"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n8"},
+    }
+    created = api.post("/api/v1/namespaces/default/bindings", json=binding)
+    assert created.status_code == 201, created.text
+    assert api.get("/api/v1/namespaces/default/pods/legacy-bind").json()["spec"]["nodeName"] == "n8"
+    again = api.post("/api/v1/namespaces/default/bindings", json=binding)
+    assert again.status_code == 409
+    listed = {r["name"]: r for r in api.get("/api/v1").json()["resources"]}
+    assert listed["bindings"]["kind"] == "Binding"
+    assert listed["bindings"]["namespaced"] is True
+    assert listed["bindings"]["verbs"] == ["create"]
+    assert api.get("/api/v1/namespaces/default/bindings").status_code == 405

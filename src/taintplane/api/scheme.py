@@ -107,6 +107,9 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         ),
         return_deleted_object=True,
     ),
+    # The older way to bind a pod (POST …/bindings with the pod's name in the Binding's
+    # metadata), served beside pods/binding as kube-apiserver does; nothing is stored.
+    _core("Binding", "bindings", True, verbs=("create",)),
     _core("Event", "events", True, short_names=("ev",)),
     ResourceType("events.k8s.io", "v1", "Event", "events", True, short_names=("ev",)),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True),

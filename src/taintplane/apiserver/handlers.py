@@ -129,7 +129,9 @@ class ResourceHandlers:
             ("DELETE", True): "delete",
             ("DELETE", False): "deletecollection",
         }.get((method, bool(info.name)))
-        if verb is None:
+        if verb is None or (not info.subresource and verb not in info.resource.verbs):
+            # A verb the resource does not serve (GET on the create-only bindings, a
+            # deletecollection of namespaces) is a 405, as the route is never installed.
             raise APIError.method_not_allowed(
                 "the server does not allow this method on the requested resource"
             )
@@ -141,6 +143,8 @@ class ResourceHandlers:
             raise APIError.make(404, "NotFound", "the server could not find the requested resource")
         if info.subresource == "binding" and method == "POST":
             return json_response(await bind(self.registry, info, await self._body(request)), 201)
+        if info.resource.kind == "Binding" and not info.resource.group and verb == "create":
+            return await self._legacy_binding(request, info)
         if info.subresource == "eviction" and method == "POST":
             body = await self._body(request)
             evicted = await evict(self.registry, info, body, dry_run_query=self._dry_run(request))
@@ -189,6 +193,18 @@ class ResourceHandlers:
         if verb == "delete":
             return await self._delete(request, info)
         return await self._delete_collection(request, info)
+
+    async def _legacy_binding(self, request: Request, info: RequestInfo) -> Response:
+        """``POST /api/v1/namespaces/NS/bindings``: the pod is the one the Binding names
+        (pkg/registry/core/pod/storage: the bindings resource is BindingREST too; the create
+        handler takes the name from the object)."""
+        body = self._require_object(await self._body(request))
+        metadata = body.get("metadata")
+        name = str(metadata.get("name") or "") if isinstance(metadata, dict) else ""
+        pods = self.registry.scheme.lookup("", "v1", "pods")
+        assert pods is not None
+        pod_info = RequestInfo(pods, info.namespace, name, "binding")
+        return json_response(await bind(self.registry, pod_info, body), 201)
 
     # ---- helpers ---------------------------------------------------------------------------
 

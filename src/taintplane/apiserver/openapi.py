@@ -87,7 +87,9 @@ class OpenAPI:
         paths: dict[str, Any] = {}
         roots = [f"{META}.Status", f"{META}.DeleteOptions", f"{META}.Patch"]
         for rt in self.scheme.resources(group, version):
-            roots += [self._schema_name(rt, rt.kind), self._schema_name(rt, rt.list_kind)]
+            roots.append(self._schema_name(rt, rt.kind))
+            if "list" in rt.verbs:
+                roots.append(self._schema_name(rt, rt.list_kind))
             paths.update(self._paths(rt))
         schemas = self._closure(roots)
         return {
@@ -118,6 +120,9 @@ class OpenAPI:
             if rt.namespaced
             else f"{base}/{rt.plural}"
         )
+        if "list" not in rt.verbs:  # bindings: only POST to the collection
+            create_only = _Operations(rt, self._schema_name(rt, rt.kind), "")
+            return {scope: create_only.create_only()}
         ops = _Operations(rt, self._schema_name(rt, rt.kind), self._schema_name(rt, rt.list_kind))
         paths = {scope: ops.collection(), f"{scope}/{{name}}": ops.item()}
         if rt.has_subresource("status"):
@@ -215,6 +220,15 @@ class _Operations:
         json_body = {"application/json": {"schema": self.ref}}
         return {
             "get": self.op("list", "list", list_params, self.list_ref),
+            "post": self.op(
+                "post", "create", self.WRITE, self.ref, json_body, ("200", "201", "202")
+            ),
+            "parameters": [*self.scope_params, _param("pretty")],
+        }
+
+    def create_only(self) -> dict[str, Any]:
+        json_body = {"application/json": {"schema": self.ref}}
+        return {
             "post": self.op(
                 "post", "create", self.WRITE, self.ref, json_body, ("200", "201", "202")
             ),
