@@ -1,5 +1,6 @@
 """Cells of upstream's printers that kubectl cannot easily reach: every ResourceClaim state,
-and Events from the new API (series, eventTime, reporting fields)."""
+Events from the new API (series, eventTime, reporting fields), a DeviceTaintRule without a
+timeAdded, and the default convertor's CREATED AT for odd timestamps."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from taintplane.apiserver.table_rbac_dra import DEFAULT_COLUMNS, DEVICE_TAINT_RULE_COLUMNS
 from taintplane.apiserver.table_workloads import EVENT_COLUMNS, claim_state
 
 NOW = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
@@ -56,3 +58,30 @@ def test_an_events_k8s_io_style_event() -> None:
     series = {**event, "series": {"count": 7, "lastObservedTime": "2026-01-01T00:09:00.000000Z"}}
     assert cells(series)["Last Seen"] == "60s"
     assert cells(series)["Count"] == 7
+
+
+def test_a_device_taint_rule_without_time_added_leaves_the_cell_empty() -> None:
+    rule = {
+        "metadata": {"name": "r", "creationTimestamp": "2026-01-01T00:09:00Z"},
+        "spec": {"taint": {"key": "k", "effect": "None"}},
+    }
+    assert [c.cell(rule, NOW) for c in DEVICE_TAINT_RULE_COLUMNS] == [
+        "r",
+        "k",
+        "",
+        "None",
+        "",
+        "60s",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("created", "expected"),
+    [
+        ("2026-01-01T01:02:03.456789+01:00", "2026-01-01T00:02:03Z"),  # UTC, whole seconds
+        (None, "0001-01-01T00:00:00Z"),  # Go's zero time
+    ],
+)
+def test_created_at_is_rfc3339_in_utc(created: str | None, expected: str) -> None:
+    role = {"metadata": {"name": "r", "creationTimestamp": created}}
+    assert [c.cell(role, NOW) for c in DEFAULT_COLUMNS] == ["r", expected]

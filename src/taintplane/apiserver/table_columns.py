@@ -9,6 +9,7 @@ from typing import Any
 
 __all__ = [
     "AGE",
+    "AGE_DESCRIPTION",
     "NAME",
     "Cell",
     "Column",

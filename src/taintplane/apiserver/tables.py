@@ -23,7 +23,19 @@ from taintplane.apiserver.table_columns import (
     human_duration,
     or_none,
 )
-from taintplane.apiserver.table_workloads import EVENT_COLUMNS, WORKLOAD_WIDE, claim_state
+from taintplane.apiserver.table_rbac_dra import (
+    CLUSTER_ROLE_BINDING_COLUMNS,
+    DEFAULT_COLUMNS,
+    DEVICE_TAINT_RULE_COLUMNS,
+    RESOURCE_SLICE_COLUMNS,
+    ROLE_BINDING_COLUMNS,
+)
+from taintplane.apiserver.table_workloads import (
+    EVENT_COLUMNS,
+    WORKLOAD_WIDE,
+    PodSummary,
+    claim_state,
+)
 
 __all__ = ["Column", "human_duration", "table_for"]
 
@@ -31,60 +43,16 @@ __all__ = ["Column", "human_duration", "table_for"]
 
 
 def _pod_ready(obj: Obj, _: datetime) -> object:
-    containers = get_path(obj, "spec", "containers", default=[]) or []
-    statuses = get_path(obj, "status", "containerStatuses", default=[]) or []
-    ready = sum(1 for s in statuses if isinstance(s, Mapping) and s.get("ready"))
-    return f"{ready}/{len(containers)}"
+    summary = PodSummary(obj)
+    return f"{summary.ready}/{summary.total}"
 
 
 def _pod_status(obj: Obj, _: datetime) -> object:
-    """kubectl's STATUS column (upstream's printPod, for regular containers): the pod's reason
-    or phase, overridden by the first container (from the last) that waits or terminated with
-    a reason (else its signal or exit code); Terminating while being deleted unless the phase
-    is already terminal; Unknown for a deleted pod on a lost node."""
-    status = get_path(obj, "status", default={}) or {}
-    phase = status.get("phase") or ""
-    reason = status.get("reason") or phase
-    gated = any(
-        isinstance(c, Mapping)
-        and c.get("type") == "PodScheduled"
-        and c.get("reason") == "SchedulingGated"
-        for c in status.get("conditions") or []
-    )
-    if gated or (not reason and get_path(obj, "spec", "schedulingGates")):
-        reason = "SchedulingGated"
-    has_running = False
-    for state in reversed(status.get("containerStatuses") or []):
-        if not isinstance(state, Mapping):
-            continue
-        waiting = get_path(state, "state", "waiting", default=None)
-        terminated = get_path(state, "state", "terminated", default=None)
-        if isinstance(waiting, Mapping) and waiting.get("reason"):
-            reason = waiting["reason"]
-        elif isinstance(terminated, Mapping) and terminated.get("reason"):
-            reason = terminated["reason"]
-        elif isinstance(terminated, Mapping):
-            signal = terminated.get("signal") or 0
-            reason = f"Signal:{signal}" if signal else f"ExitCode:{terminated.get('exitCode', 0)}"
-        elif get_path(state, "state", "running", default=None) is not None and state.get("ready"):
-            has_running = True
-    if reason == "Completed" and has_running:
-        ready = any(
-            isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True"
-            for c in status.get("conditions") or []
-        )
-        reason = "Running" if ready else "NotReady"
-    if (obj.get("metadata") or {}).get("deletionTimestamp"):
-        if status.get("reason") == "NodeLost":
-            reason = "Unknown"
-        elif phase not in ("Succeeded", "Failed"):
-            reason = "Terminating"
-    return reason
+    return PodSummary(obj).reason
 
 
-def _pod_restarts(obj: Obj, _: datetime) -> object:
-    statuses = get_path(obj, "status", "containerStatuses", default=[]) or []
-    return str(sum(int(s.get("restartCount") or 0) for s in statuses if isinstance(s, Mapping)))
+def _pod_restarts(obj: Obj, now: datetime) -> object:
+    return PodSummary(obj).restarts_cell(now)
 
 
 def _pod_readiness_gates(obj: Obj, _: datetime) -> object:
@@ -189,11 +157,10 @@ def _node_address(kind: str) -> Cell:
 
 
 def _node_info(field: str) -> Cell:
-    return lambda o, _: (
-        or_none(get_path(o, "status", "nodeInfo", field))
-        if field != "kubeletVersion"
-        else get_path(o, "status", "nodeInfo", field)
-    )
+    # printNode: the kubelet version as reported, the -o wide fields <unknown> when unset.
+    if field == "kubeletVersion":
+        return lambda o, _: get_path(o, "status", "nodeInfo", field)
+    return lambda o, _: get_path(o, "status", "nodeInfo", field) or "<unknown>"
 
 
 NODE_COLUMNS = (
@@ -362,13 +329,13 @@ COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
         ),
         AGE,
     ),
-    ("resource.k8s.io", "ResourceSlice"): (
-        NAME,
-        Column("Node", lambda o, _: or_none(get_path(o, "spec", "nodeName"))),
-        Column("Driver", field_cell("spec", "driver")),
-        Column("Pool", field_cell("spec", "pool", "name")),
-        AGE,
-    ),
+    ("resource.k8s.io", "ResourceSlice"): RESOURCE_SLICE_COLUMNS,
+    ("resource.k8s.io", "DeviceTaintRule"): DEVICE_TAINT_RULE_COLUMNS,
+    # Roles have no printer upstream: the registry's default table convertor prints them.
+    ("rbac.authorization.k8s.io", "Role"): DEFAULT_COLUMNS,
+    ("rbac.authorization.k8s.io", "ClusterRole"): DEFAULT_COLUMNS,
+    ("rbac.authorization.k8s.io", "RoleBinding"): ROLE_BINDING_COLUMNS,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): CLUSTER_ROLE_BINDING_COLUMNS,
 }
 
 
