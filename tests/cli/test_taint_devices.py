@@ -117,7 +117,7 @@ def test_taint_a_device_then_remove_it(cluster: Cluster, tmp_path: Path) -> None
     ]
     kubectl = Kubectl(cluster.kubeconfig_path, tmp_path)
     table = kubectl("get", "devicetaintrules").splitlines()
-    assert table[0].split() == ["NAME", "AGE"]
+    assert table[0].split() == ["NAME", "KEY", "VALUE", "EFFECT", "TIMEADDED", "AGE"]
     assert table[1].split()[0] == RULE
     assert kubectl("get", "devicetaintrule", RULE, "-o", "jsonpath={.spec.deviceSelector}") == (
         '{"device":"gpu-3","driver":"gpu.example.com","pool":"node-1"}'
