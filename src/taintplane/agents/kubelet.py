@@ -258,6 +258,9 @@ class Kubelets:
             if error.code != 404:
                 log.info("kubelet %s: renewing the lease failed: %s", node.name, error)
                 return
+            owner_uid = await self._current_node_uid(node)
+            if owner_uid is None:
+                return
             lease = {
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
@@ -265,7 +268,7 @@ class Kubelets:
                     "name": node.name,
                     "namespace": LEASE_NAMESPACE,
                     "ownerReferences": [
-                        {"apiVersion": "v1", "kind": "Node", "name": node.name, "uid": node.uid}
+                        {"apiVersion": "v1", "kind": "Node", "name": node.name, "uid": owner_uid}
                     ],
                 },
                 "spec": {
@@ -280,6 +283,19 @@ class Kubelets:
                 log.info("kubelet %s: creating the lease failed: %s", node.name, again)
                 return
         node.last_renew = now
+
+    async def _current_node_uid(self, node: SimulatedNode) -> str | None:
+        """Upstream's setNodeOwnerFunc: the owner of a new Lease is the Node as it is now —
+        one deleted and created again has another uid than at registration. Without a Node
+        no Lease is created (it would be garbage at once); the next renewal tries again."""
+        try:
+            current = await self.client.get(NODES, node.name)
+        except ApiError as error:
+            log.info(
+                "kubelet %s: getting its node for the lease owner failed: %s", node.name, error
+            )
+            return None
+        return str(current["metadata"].get("uid", ""))
 
     async def heartbeat(self) -> None:
         """One round: every running node renews its lease and posts status if due."""

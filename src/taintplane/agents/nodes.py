@@ -166,8 +166,8 @@ class NodeShape:
     devices: list[DeviceSet] = field(default_factory=list)
 
     def all_labels(self) -> dict[str, str]:
-        # The kubelet sets the stable labels; the beta ones are the node lifecycle
-        # controller's reconciliation, done here at once.
+        # The kubelet registers both the stable and the beta OS and architecture labels
+        # (initialNode); the node lifecycle controller keeps the beta ones equal afterwards.
         labels = {
             "beta.kubernetes.io/arch": "amd64",
             "beta.kubernetes.io/os": "linux",
