@@ -8,7 +8,8 @@ review's own change — a node that is not Ready is queued for a NoExecute taint
 (``node.kubernetes.io/not-ready`` or ``unreachable``); queues are per zone and rate-limited
 according to the zone's health, and when every zone is fully disrupted nothing is tainted and
 existing NoExecute condition taints are lifted. On every node change the NoSchedule taints
-that mirror conditions (and ``unschedulable``) are reconciled.
+that mirror conditions (and ``unschedulable``) are reconciled, and the beta OS and
+architecture labels made equal to the stable ones.
 
 Upstream re-tries its rate-limited queues every 100 ms; we wake exactly when a token or an
 item falls due, which is the same up to that tick.
@@ -34,6 +35,7 @@ from taintplane.controllers.nodelifecycle.conditions import (
     schedule_taints_wanted,
 )
 from taintplane.controllers.nodelifecycle.health import NodeHealthTracker
+from taintplane.controllers.nodelifecycle.labels import reconcile_labels
 from taintplane.controllers.nodelifecycle.pods import mark_pods_not_ready
 from taintplane.controllers.nodelifecycle.queue import RateLimitedTimedQueue, TimedValue
 from taintplane.controllers.nodelifecycle.taints import has_taint, swap_taints
@@ -102,7 +104,7 @@ class NodeLifecycleController:
 
     async def run(self) -> None:
         tasks = [
-            asyncio.create_task(self.node_queue.run(self._no_schedule_pass), name="nlc-taints"),
+            asyncio.create_task(self.node_queue.run(self._node_pass), name="nlc-node-pass"),
             asyncio.create_task(self._tainting_loop(), name="nlc-no-execute"),
         ]
         try:
@@ -114,15 +116,16 @@ class NodeLifecycleController:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    # ---- NoSchedule taints that mirror conditions --------------------------------------------
+    # ---- on every node change: NoSchedule taints that mirror conditions, beta labels --------
 
-    async def _no_schedule_pass(self, name: str) -> None:
+    async def _node_pass(self, name: str) -> None:
         node = self.nodes.get(name)
         if node is None:
             return
         add, remove = schedule_taints_wanted(node)
         if add or remove:
             await swap_taints(self.client, node, add, remove, self.clock.now())
+        await reconcile_labels(self.client, node)
 
     # ---- pods bound to nodes that are not ready ----------------------------------------------
 
@@ -159,8 +162,9 @@ class NodeLifecycleController:
                 )
                 await self.mark_node_as_reachable(node)
         for name in [n for n in self.known if n not in names]:
+            # Its health record stays, as upstream's nodeHealthMap keeps it: a node created
+            # again under this name inherits the probe time of the one deleted.
             gone = self.known.pop(name)
-            self.health.forget(name)
             await self._node_event(gone, "RemovingNode", f"Removing Node {name} from Controller")
 
         zone_conditions: dict[str, list[dict[str, Any] | None]] = {}
@@ -183,7 +187,7 @@ class NodeLifecycleController:
             zone_conditions,
             nodes,
             self.mark_node_as_reachable,
-            lambda: self.health.restart_all(self.clock.now()),
+            lambda: self.health.restart(names, self.clock.now()),
         )
         self._wake.set()
 

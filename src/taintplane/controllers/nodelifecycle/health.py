@@ -5,6 +5,7 @@ clock, not the timestamps' — and whether a node has been silent past its grace
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -36,14 +37,14 @@ class NodeHealthTracker:
         self.records: dict[str, NodeHealth] = {}
         self._pending: dict[str, tuple[datetime, datetime | None]] = {}
 
-    def forget(self, name: str) -> None:
-        self.records.pop(name, None)
-
-    def restart_all(self, now: datetime) -> None:
-        """Leaving full disruption: every node gets a fresh grace period."""
-        for record in self.records.values():
-            record.probe = now
-            record.ready_transition = now
+    def restart(self, names: Iterable[str], now: datetime) -> None:
+        """Leaving full disruption: every node listed gets a fresh grace period (records of
+        deleted nodes, kept as upstream keeps them, are left as they are)."""
+        for name in names:
+            record = self.records.get(name)
+            if record is not None:
+                record.probe = now
+                record.ready_transition = now
 
     def review(
         self, node: dict[str, Any], lease: dict[str, Any] | None, now: datetime
