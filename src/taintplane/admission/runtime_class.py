@@ -87,9 +87,12 @@ class RuntimeClass:
         overhead = runtime_class.get("overhead")
         if overhead is not None:
             pod_fixed = (overhead or {}).get("podFixed")
-            if spec.get("overhead") and not _same_resources(pod_fixed, spec["overhead"]):
+            # An empty ``overhead: {}`` is set (a non-nil map in Go), so it must match too.
+            if spec.get("overhead") is not None and not _same_resources(
+                pod_fixed, spec["overhead"]
+            ):
                 raise Forbidden(OVERHEAD_MISMATCH)
-            if pod_fixed is None:
+            if not pod_fixed:
                 spec.pop("overhead", None)
             else:
                 spec["overhead"] = dict(pod_fixed)
@@ -128,7 +131,7 @@ class RuntimeClass:
             return
         pod, runtime_class = prepared
         pod_overhead = pod["spec"].get("overhead")
-        if not pod_overhead:
+        if pod_overhead is None:
             return
         class_overhead = None if runtime_class is None else runtime_class.get("overhead")
         if class_overhead is None:
