@@ -196,8 +196,10 @@ def by_size_older(rss: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def by_size_newer(rss: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Largest first; among equals the newer first (``ReplicaSetsBySizeNewer``)."""
-    return sorted(by_creation(rss), key=lambda rs: -replicas(rs))
+    """Largest first; among equals the newer first, then the later name
+    (``ReplicaSetsBySizeNewer``: the creation order reversed)."""
+    newest_first = by_creation(rss)[::-1]
+    return sorted(newest_first, key=lambda rs: -replicas(rs))
 
 
 def revision(rs: dict[str, Any]) -> int:
