@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from taintplane.api.field import FieldError
+from taintplane.api.field import FieldError, Path
 from taintplane.apiserver.strategies.apps_validation import (
     validate_controller_revision,
     validate_controller_revision_update,
@@ -22,6 +22,7 @@ from taintplane.apiserver.strategies.apps_validation import (
 from taintplane.apiserver.strategies.base import Strategy, meta, spec_of
 from taintplane.apiserver.strategies.pods import DEFAULT_GRACE_SECONDS
 from taintplane.apiserver.strategies.pods import _default_container as default_container
+from taintplane.apiserver.strategies.policy import _selector_json
 
 __all__ = [
     "ControllerRevisionStrategy",
@@ -77,6 +78,19 @@ class _AppsStrategy(Strategy):
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return self.validate_object_meta(obj) + self.validate_spec(spec_of(obj))
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        # apps/v1 (unlike the extensions/v1beta1 it replaced) never lets a selector change:
+        # the controller would lose track of the pods it already owns.
+        selector, old_selector = spec_of(new).get("selector"), spec_of(old).get("selector")
+        errors = self.validate(new)
+        if _selector_json(selector) != _selector_json(old_selector):
+            errors.append(
+                FieldError.invalid(
+                    Path.root("spec", "selector"), _selector_json(selector), "field is immutable"
+                )
+            )
+        return errors
 
 
 class DeploymentStrategy(_AppsStrategy):

@@ -15,7 +15,15 @@ from taintplane.api.field import FieldError, Path
 from taintplane.api.taints import parse_taints
 from taintplane.api.tolerations import parse_tolerations
 from taintplane.api.validation import validate_node_taints, validate_runtimeclass_scheduling
-from taintplane.apiserver.strategies.base import Strategy, meta, spec_of
+from taintplane.apiserver.strategies.base import Strategy, _dns1123_label, meta, spec_of
+from taintplane.apiserver.strategies.rbac_validation import (
+    default_binding,
+    validate_aggregation_rule,
+    validate_binding,
+    validate_binding_update,
+    validate_rules,
+)
+from taintplane.apiserver.strategies.runtimeclass_validation import validate_overhead
 
 __all__ = [
     "EventStrategy",
@@ -32,6 +40,43 @@ class NodeStrategy(Strategy):
     #: may change of its node's metadata is NodeRestriction's business, not yet checked on
     #: the status subresource here.
     status_resets_metadata = ("labels", "annotations", "finalizers", "ownerReferences")
+
+    #: NodeStatus' two struct fields without omitempty: kube-apiserver serializes them even
+    #: for a node created without status (before any kubelet reports), with zero values.
+    ZERO_NODE_INFO: Mapping[str, str] = dict.fromkeys(
+        (
+            "machineID",
+            "systemUUID",
+            "bootID",
+            "kernelVersion",
+            "osImage",
+            "containerRuntimeVersion",
+            "kubeletVersion",
+            "kubeProxyVersion",
+            "operatingSystem",
+            "architecture",
+        ),
+        "",
+    )
+
+    def default(self, obj: dict[str, Any]) -> None:
+        super().default(obj)
+        status = obj.get("status")
+        if not isinstance(status, dict):
+            return
+        endpoints = status.get("daemonEndpoints")
+        if not isinstance(endpoints, dict):
+            endpoints = status["daemonEndpoints"] = {}
+        kubelet = endpoints.get("kubeletEndpoint")
+        if not isinstance(kubelet, dict):
+            kubelet = endpoints["kubeletEndpoint"] = {}
+        kubelet.setdefault("Port", 0)
+        info = status.get("nodeInfo")
+        if not isinstance(info, dict):
+            info = status["nodeInfo"] = {}
+        for key, zero in self.ZERO_NODE_INFO.items():
+            if info.get(key) is None:
+                info[key] = zero
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         errors = self.validate_object_meta(obj)
@@ -124,9 +169,13 @@ class RuntimeClassStrategy(Strategy):
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         errors = self.validate_object_meta(obj)
-        handler = obj.get("handler") or ""
-        if not handler:
-            errors.append(FieldError.required(Path.root("handler")))
+        handler = str(obj.get("handler") or "")
+        # NameIsDNSLabel: an empty handler fails the label format too (no "Required value").
+        errors += [
+            FieldError.invalid(Path.root("handler"), handler, problem)
+            for problem in _dns1123_label(handler)
+        ]
+        errors += validate_overhead(obj.get("overhead"), Path.root("overhead"))
         scheduling = obj.get("scheduling")
         if isinstance(scheduling, dict):
             path = Path.root("scheduling")
@@ -153,8 +202,39 @@ class RuntimeClassStrategy(Strategy):
 
 
 class RbacStrategy(Strategy):
+    """Role, ClusterRole, RoleBinding and ClusterRoleBinding (one strategy, told apart by
+    kind, as their rules differ only in what a namespaced object may refer to)."""
+
     name_format = "path"
     has_spec = False
+
+    @property
+    def is_binding(self) -> bool:
+        return self.resource.kind.endswith("Binding")
+
+    def default(self, obj: dict[str, Any]) -> None:
+        super().default(obj)
+        if self.is_binding:
+            default_binding(obj)
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return self.validate_object_meta(obj) + self._validate_kind(obj, None)
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        return self.validate_object_meta(new) + self._validate_kind(new, old)
+
+    def _validate_kind(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        namespaced = self.resource.namespaced
+        if self.is_binding:
+            if old is None:
+                return validate_binding(obj, namespaced=namespaced)
+            return validate_binding_update(obj, old, namespaced=namespaced)
+        errors = validate_rules(obj, namespaced=namespaced)
+        if not namespaced:
+            # A ClusterRole stored before selector values were checked may keep them.
+            grandfathered = old is not None and bool(validate_aggregation_rule(old))
+            errors += validate_aggregation_rule(obj, allow_invalid_label_values=grandfathered)
+        return errors
 
 
 class PriorityClassStrategy(Strategy):
