@@ -18,6 +18,7 @@ from taintplane.api.features import DRA_DEVICE_TAINTS, FeatureGates
 from taintplane.client import Client
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
+from taintplane.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from taintplane.controllers.daemonset import DaemonSetController
 from taintplane.controllers.deployment import DeploymentController
 from taintplane.controllers.devicetainteviction import DeviceTaintEvictionController
@@ -151,6 +152,9 @@ _FACTORIES: dict[str, Factory] = {
     "namespace-controller": lambda m: NamespaceController(m.client, m.clock, m.informers),
     "disruption-controller": lambda m: DisruptionController(m.client, m.clock, m.informers),
     "resourceclaim-controller": lambda m: ResourceClaimController(m.client, m.clock, m.informers),
+    "clusterrole-aggregation-controller": lambda m: ClusterRoleAggregationController(
+        m.client, m.clock, m.informers
+    ),
 }
 
 ALL_CONTROLLERS: tuple[str, ...] = tuple(_FACTORIES)

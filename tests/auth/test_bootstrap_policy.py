@@ -1,0 +1,355 @@
+"""The bootstrap roles and bindings (plugin/pkg/auth/authorizer/rbac/bootstrappolicy): their
+exact contents, and that ``--auth`` creates them once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from taintplane.apiserver.auth import policy
+from taintplane.client import Client, resource
+from taintplane.clock import VirtualClock
+from taintplane.sim.cluster import Cluster, ClusterConfig
+
+RBAC = "rbac.authorization.k8s.io"
+CLUSTER_ROLES = resource(RBAC, "v1", "clusterroles")
+CLUSTER_ROLE_BINDINGS = resource(RBAC, "v1", "clusterrolebindings")
+METADATA = {
+    "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+    "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+}
+EVENTS = {
+    "verbs": ["create", "patch", "update"],
+    "apiGroups": ["", "events.k8s.io"],
+    "resources": ["events"],
+}
+
+
+def by_name(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}": o for o in objects}
+
+
+def user(name: str) -> dict[str, str]:
+    return {"apiGroup": RBAC, "kind": "User", "name": name}
+
+
+def group(name: str) -> dict[str, str]:
+    return {"apiGroup": RBAC, "kind": "Group", "name": name}
+
+
+def service_account(name: str) -> dict[str, str]:
+    return {"kind": "ServiceAccount", "name": name, "namespace": "kube-system"}
+
+
+def test_every_object_is_labelled_and_autoupdated() -> None:
+    for obj in (
+        policy.cluster_roles()
+        + policy.cluster_role_bindings()
+        + policy.roles()
+        + policy.role_bindings()
+    ):
+        assert obj["metadata"]["labels"]["kubernetes.io/bootstrapping"] == "rbac-defaults"
+        assert obj["metadata"]["annotations"] == METADATA["annotations"]
+        assert obj["apiVersion"] == f"{RBAC}/v1"
+    names = [r["metadata"]["name"] for r in policy.cluster_roles()]
+    assert len(names) == len(set(names))
+    for binding in policy.cluster_role_bindings():
+        assert binding["roleRef"]["name"] in names
+
+
+def test_scheduler_and_controller_manager_roles_and_bindings() -> None:
+    roles = by_name(policy.cluster_roles())
+    bindings = by_name(policy.cluster_role_bindings())
+    scheduler = roles["/system:kube-scheduler"]["rules"]
+    assert scheduler[:4] == [
+        EVENTS,
+        {"verbs": ["create"], "apiGroups": ["coordination.k8s.io"], "resources": ["leases"]},
+        {
+            "verbs": ["get", "update"],
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["kube-scheduler"],
+        },
+        {"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["nodes"]},
+    ]
+    assert {"verbs": ["create"], "apiGroups": [""], "resources": ["bindings", "pods/binding"]} in (
+        scheduler
+    )
+    assert scheduler[-5:] == [
+        {
+            "verbs": ["get", "list", "watch"],
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["deviceclasses"],
+        },
+        {
+            "verbs": ["get", "list", "patch", "update", "watch"],
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["resourceclaims"],
+        },
+        {
+            "verbs": ["get", "list", "patch", "update", "watch"],
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["resourceclaims/status"],
+        },
+        {
+            "verbs": ["get", "list", "patch", "update", "watch"],
+            "apiGroups": [""],
+            "resources": ["pods/finalizers"],
+        },
+        {
+            "verbs": ["get", "list", "watch"],
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["resourceslices"],
+        },
+    ]
+    assert bindings["/system:kube-scheduler"] == {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "system:kube-scheduler", **METADATA},
+        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "system:kube-scheduler"},
+        "subjects": [user("system:kube-scheduler")],
+    }
+    assert bindings["/system:volume-scheduler"]["subjects"] == [user("system:kube-scheduler")]
+    assert bindings["/system:kube-controller-manager"]["subjects"] == [
+        user("system:kube-controller-manager")
+    ]
+    assert roles["/system:kube-controller-manager"]["rules"][-2:] == [
+        {"verbs": ["list", "watch"], "apiGroups": ["*"], "resources": ["*"]},
+        {"verbs": ["create"], "apiGroups": [""], "resources": ["serviceaccounts/token"]},
+    ]
+
+
+def test_monitoring_issuer_discovery_and_certificate_roles() -> None:
+    roles = by_name(policy.cluster_roles())
+    bindings = by_name(policy.cluster_role_bindings())
+    assert roles["/system:monitoring"] == {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "system:monitoring", **METADATA},
+        "rules": [
+            {
+                "verbs": ["get"],
+                "nonResourceURLs": [
+                    "/healthz",
+                    "/healthz/*",
+                    "/livez",
+                    "/livez/*",
+                    "/metrics",
+                    "/metrics/slis",
+                    "/readyz",
+                    "/readyz/*",
+                ],
+            }
+        ],
+    }
+    assert bindings["/system:monitoring"]["subjects"] == [group("system:monitoring")]
+    assert roles["/system:service-account-issuer-discovery"]["rules"] == [
+        {
+            "verbs": ["get"],
+            "nonResourceURLs": [
+                "/.well-known/openid-configuration",
+                "/.well-known/openid-configuration/",
+                "/openid/v1/jwks",
+                "/openid/v1/jwks/",
+            ],
+        }
+    ]
+    assert bindings["/system:service-account-issuer-discovery"]["subjects"] == [
+        group("system:serviceaccounts")
+    ]
+    assert roles["/system:certificates.k8s.io:kubelet-serving-approver"]["rules"] == [
+        {
+            "verbs": ["approve"],
+            "apiGroups": ["certificates.k8s.io"],
+            "resources": ["signers"],
+            "resourceNames": ["kubernetes.io/kubelet-serving"],
+        }
+    ]
+    for name in (
+        "system:auth-delegator",
+        "system:kube-aggregator",
+        "system:kube-dns",
+        "system:heapster",
+        "system:node-bootstrapper",
+        "system:node-problem-detector",
+        "system:node-proxier",
+        "system:persistent-volume-provisioner",
+        "system:volume-scheduler",
+        "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+        "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+        "system:certificates.k8s.io:kube-apiserver-client-approver",
+        "system:certificates.k8s.io:kube-apiserver-client-kubelet-approver",
+        "system:certificates.k8s.io:legacy-unknown-approver",
+    ):
+        assert roles[f"/{name}"]["rules"], name
+    assert bindings["/system:kube-dns"]["subjects"] == [service_account("kube-dns")]
+    assert bindings["/system:node-proxier"]["subjects"] == [user("system:kube-proxy")]
+
+
+def test_node_binding_keeps_the_nodes_group() -> None:
+    # Deviation kept on purpose: without a Node authorizer, nodes are authorized by this binding.
+    bindings = by_name(policy.cluster_role_bindings())
+    assert bindings["/system:node"]["subjects"] == [group("system:nodes")]
+
+
+def test_controller_roles_are_bound_to_their_service_accounts() -> None:
+    roles = by_name(policy.cluster_roles())
+    bindings = by_name(policy.cluster_role_bindings())
+    for name in (
+        "node-controller",
+        "daemon-set-controller",
+        "deployment-controller",
+        "replicaset-controller",
+        "pod-garbage-collector",
+        "generic-garbage-collector",
+        "namespace-controller",
+        "disruption-controller",
+        "clusterrole-aggregation-controller",
+        "device-taint-eviction-controller",
+        "resource-claim-controller",
+    ):
+        full = f"system:controller:{name}"
+        assert roles[f"/{full}"]["rules"], name
+        assert bindings[f"/{full}"] == {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": full, **METADATA},
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": full},
+            "subjects": [service_account(name)],
+        }
+    assert roles["/system:controller:clusterrole-aggregation-controller"]["rules"] == [
+        {
+            "verbs": ["escalate", "get", "list", "patch", "update", "watch"],
+            "apiGroups": [RBAC],
+            "resources": ["clusterroles"],
+        }
+    ]
+    assert roles["/system:controller:node-controller"]["rules"] == [
+        {
+            "verbs": ["delete", "get", "list", "patch", "update", "watch"],
+            "apiGroups": [""],
+            "resources": ["nodes"],
+        },
+        {"verbs": ["patch", "update"], "apiGroups": [""], "resources": ["nodes/status"]},
+        {"verbs": ["patch", "update"], "apiGroups": [""], "resources": ["pods/status"]},
+        {"verbs": ["delete", "get", "list", "watch"], "apiGroups": [""], "resources": ["pods"]},
+        EVENTS,
+    ]
+    assert roles["/system:controller:pod-garbage-collector"]["rules"] == [
+        {"verbs": ["delete", "list", "watch"], "apiGroups": [""], "resources": ["pods"]},
+        {"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["nodes"]},
+        {"verbs": ["patch"], "apiGroups": [""], "resources": ["pods/status"]},
+    ]
+
+
+def test_kube_system_roles_and_bindings() -> None:
+    roles = by_name(policy.roles())
+    bindings = by_name(policy.role_bindings())
+    assert sorted(roles) == [
+        "kube-public/system:controller:bootstrap-signer",
+        "kube-system/extension-apiserver-authentication-reader",
+        "kube-system/system::leader-locking-kube-controller-manager",
+        "kube-system/system::leader-locking-kube-scheduler",
+        "kube-system/system:controller:bootstrap-signer",
+        "kube-system/system:controller:cloud-provider",
+        "kube-system/system:controller:token-cleaner",
+    ]
+    assert roles["kube-system/extension-apiserver-authentication-reader"] == {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "Role",
+        "metadata": {
+            "name": "extension-apiserver-authentication-reader",
+            "namespace": "kube-system",
+            **METADATA,
+        },
+        "rules": [
+            {
+                "verbs": ["get", "list", "watch"],
+                "apiGroups": [""],
+                "resources": ["configmaps"],
+                "resourceNames": ["extension-apiserver-authentication"],
+            }
+        ],
+    }
+    assert roles["kube-system/system::leader-locking-kube-scheduler"]["rules"] == [
+        {
+            "verbs": ["create", "get", "list", "update", "watch"],
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+        },
+        {
+            "verbs": ["create", "get", "list", "update", "watch"],
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leasecandidates"],
+        },
+    ]
+    assert bindings["kube-system/system::leader-locking-kube-scheduler"] == {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "RoleBinding",
+        "metadata": {
+            "name": "system::leader-locking-kube-scheduler",
+            "namespace": "kube-system",
+            **METADATA,
+        },
+        "roleRef": {
+            "apiGroup": RBAC,
+            "kind": "Role",
+            "name": "system::leader-locking-kube-scheduler",
+        },
+        "subjects": [user("system:kube-scheduler"), service_account("kube-scheduler")],
+    }
+    assert bindings["kube-system/system::extension-apiserver-authentication-reader"][
+        "subjects"
+    ] == [user("system:kube-controller-manager"), user("system:kube-scheduler")]
+    assert bindings["kube-public/system:controller:bootstrap-signer"]["subjects"] == [
+        service_account("bootstrap-signer")
+    ]
+
+
+@asynccontextmanager
+async def auth_server(tmp_path: Path) -> AsyncIterator[Cluster]:
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text('admin-token,admin,1,"system:masters"\n')
+    cluster = Cluster(
+        ClusterConfig(data_dir=tmp_path, port=0, components=(), auth_tokens=tokens),
+        VirtualClock(),
+    )
+    await cluster.start(listen=False)
+    try:
+        yield cluster
+    finally:
+        await cluster.close()
+
+
+async def _names(client: Client, rt: Any) -> set[str]:
+    items, _ = await client.list(rt)
+    return {i["metadata"]["name"] for i in items}
+
+
+def test_auth_creates_them_and_bootstrap_again_keeps_edits(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with auth_server(tmp_path) as cluster:
+            assert cluster.client is not None
+            assert cluster.apiserver is not None
+            client = cluster.client
+            expected_roles = {r["metadata"]["name"] for r in policy.cluster_roles()}
+            expected_bindings = {b["metadata"]["name"] for b in policy.cluster_role_bindings()}
+            assert expected_roles <= await _names(client, CLUSTER_ROLES)
+            assert expected_bindings <= await _names(client, CLUSTER_ROLE_BINDINGS)
+            stored = await client.get(CLUSTER_ROLE_BINDINGS, "system:kube-scheduler")
+            assert stored["subjects"] == [user("system:kube-scheduler")]
+            assert stored["metadata"]["labels"] == METADATA["labels"]
+
+            await client.patch(
+                CLUSTER_ROLES,
+                "system:heapster",
+                {"rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]},
+            )
+            await cluster.apiserver.bootstrap()  # idempotent: existing objects are kept
+            kept = await client.get(CLUSTER_ROLES, "system:heapster")
+            assert kept["rules"] == [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]
+
+    asyncio.run(main())
