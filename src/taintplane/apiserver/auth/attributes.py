@@ -113,6 +113,7 @@ def forbidden(request: Request, reason: str = "") -> APIError:
         text = f'{qualified} "{request.name}" is forbidden: {message}'
     else:
         text = f"{qualified} is forbidden: {message}"
+    # errors.NewForbidden always has details, empty ({}) for a path.
     details: dict[str, str] = {}
     if request.name:
         details["name"] = request.name
@@ -120,4 +121,7 @@ def forbidden(request: Request, reason: str = "") -> APIError:
         details["group"] = request.api_group
     if request.resource:
         details["kind"] = request.resource
-    return APIError.make(403, "Forbidden", text, details)
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+    return APIError(
+        {**status, "message": text, "reason": "Forbidden", "details": details, "code": 403}
+    )

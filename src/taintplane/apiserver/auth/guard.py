@@ -12,6 +12,7 @@ requests carry :data:`LOOPBACK` in the ASGI scope, which no network request can 
 from __future__ import annotations
 
 import contextvars
+import re
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
@@ -19,20 +20,33 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from taintplane.admission.chain import UserInfo
+from taintplane.api.names import is_dns1123_subdomain
 from taintplane.api.scheme import Scheme
 from taintplane.apiserver import codec
 from taintplane.apiserver.auth import policy
 from taintplane.apiserver.auth.attributes import Request as Attributes
 from taintplane.apiserver.auth.attributes import forbidden, request_attributes
+from taintplane.apiserver.auth.escalation import escalation_checked
 from taintplane.apiserver.auth.rbac import RBAC
 from taintplane.apiserver.auth.reviews import REVIEWS, review
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.status import APIError
 
-__all__ = ["ANONYMOUS", "CURRENT_USER", "LOOPBACK", "SCOPE_USER", "Guard", "unauthorized"]
+__all__ = [
+    "ANONYMOUS",
+    "CURRENT_REQUEST",
+    "CURRENT_USER",
+    "LOOPBACK",
+    "SCOPE_USER",
+    "Guard",
+    "unauthorized",
+]
 
 AUTHENTICATED = "system:authenticated"
-ANONYMOUS = UserInfo("system:anonymous", ("system:unauthenticated",))
+UNAUTHENTICATED = "system:unauthenticated"
+ANONYMOUS = UserInfo("system:anonymous", (UNAUTHENTICATED,))
+_SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", re.ASCII)
 #: kube-apiserver's loopback client identity.
 LOOPBACK = UserInfo("system:apiserver", ("system:authenticated", "system:masters"))
 #: ASGI scope key the in-process transport's wrapper sets (never set by the HTTP server).
@@ -40,6 +54,11 @@ SCOPE_USER = "taintplane.user"
 #: The user of the request being served (read by the admission hook).
 CURRENT_USER: contextvars.ContextVar[UserInfo | None] = contextvars.ContextVar(
     "taintplane_user", default=None
+)
+#: What the request being served asks, in authorization terms (upstream's RequestInfo and
+#: user on the request context; read by the RBAC escalation check).
+CURRENT_REQUEST: contextvars.ContextVar[Attributes | None] = contextvars.ContextVar(
+    "taintplane_request", default=None
 )
 
 Route = Callable[[Request], Awaitable[Response]]
@@ -53,6 +72,9 @@ class Guard:
     def __init__(self, tokens: dict[str, UserInfo], registry: Registry, scheme: Scheme) -> None:
         self.tokens = tokens
         self.rbac = RBAC(registry, scheme)
+        # RBAC writes are checked for privilege escalation after mutating admission, as
+        # upstream's policy-based RBAC storage does.
+        registry.admit = escalation_checked(registry.admit, self.rbac, CURRENT_REQUEST.get)
 
     async def bootstrap(self, registry: Registry, scheme: Scheme) -> None:
         """Create the bootstrap ClusterRoles and ClusterRoleBindings that do not exist yet
@@ -81,30 +103,58 @@ class Guard:
         user = self.tokens.get(parts[1])
         if user is None:
             raise unauthorized()
-        if AUTHENTICATED in user.groups or "system:unauthenticated" in user.groups:
+        if AUTHENTICATED in user.groups or UNAUTHENTICATED in user.groups:
             return user
         return UserInfo(user.name, (*user.groups, AUTHENTICATED), user.uid)
 
     async def impersonate(self, request: Request, user: UserInfo) -> UserInfo:
         """``Impersonate-User`` / ``Impersonate-Group`` (kubectl ``--as`` / ``--as-group``):
-        allowed with the ``impersonate`` verb on ``users`` / ``groups``."""
-        name = request.headers.get("impersonate-user")
-        groups = request.headers.getlist("impersonate-group")
-        if name is None:
-            if groups:
+        allowed with the ``impersonate`` verb on ``users`` / ``groups``, or on the
+        ``serviceaccounts`` object a ``system:serviceaccount:NS:NAME`` user names (whose
+        groups are then its service-account groups unless groups are given)."""
+        name = request.headers.get("impersonate-user", "")
+        requested = request.headers.getlist("impersonate-group")
+        if not name:
+            if requested:
                 raise APIError.make(
                     500,
                     "InternalError",
                     "Internal error occurred: requested [{Group} {}] without impersonating a user",
                 )
             return user
-        asked = [("users", name)] + [("groups", g) for g in groups]
-        for resource, value in asked:
-            attributes = Attributes(user, "impersonate", True, "", "v1", resource, name=value)
+        groups = list(requested)
+        account = _service_account(name)
+        if account is None:
+            asked = [Attributes(user, "impersonate", True, "", "v1", "users", name=name)]
+        else:
+            namespace, account_name = account
+            asked = [
+                Attributes(
+                    user,
+                    "impersonate",
+                    True,
+                    "",
+                    "v1",
+                    "serviceaccounts",
+                    namespace=namespace,
+                    name=account_name,
+                )
+            ]
+            groups = groups or ["system:serviceaccounts", f"system:serviceaccounts:{namespace}"]
+        asked += [
+            Attributes(user, "impersonate", True, "", "v1", "groups", name=group)
+            for group in requested
+        ]
+        for attributes in asked:
             decision = await self.rbac.authorize(attributes)
             if not decision.allowed:
                 raise forbidden(attributes, decision.reason)
-        extra = () if name == ANONYMOUS.name or AUTHENTICATED in groups else (AUTHENTICATED,)
+        if name == ANONYMOUS.name:
+            extra = () if UNAUTHENTICATED in groups else (UNAUTHENTICATED,)
+        elif AUTHENTICATED in groups or UNAUTHENTICATED in groups:
+            extra = ()
+        else:
+            extra = (AUTHENTICATED,)
         return UserInfo(name, (*groups, *extra))
 
     def gate(self, app: ASGIApp, guarded: Callable[[str], bool]) -> ASGIApp:
@@ -141,7 +191,25 @@ class Guard:
         if request.method == "POST" and path.rstrip("/") in REVIEWS:
             return await review(self.rbac, request, user, path.rstrip("/"))
         token = CURRENT_USER.set(user)
+        asked = CURRENT_REQUEST.set(attributes)
         try:
             return await route(request)
         finally:
+            CURRENT_REQUEST.reset(asked)
             CURRENT_USER.reset(token)
+
+
+def _service_account(username: str) -> tuple[str, str] | None:
+    """serviceaccount.SplitUsername: ``system:serviceaccount:NS:NAME`` with a valid namespace
+    (DNS-1123 label) and name (DNS-1123 subdomain), as (NS, NAME)."""
+    if not username.startswith(_SERVICE_ACCOUNT_PREFIX):
+        return None
+    parts = username[len(_SERVICE_ACCOUNT_PREFIX) :].split(":")
+    if len(parts) != 2:
+        return None
+    namespace, name = parts
+    if len(namespace) > 63 or not _DNS1123_LABEL.fullmatch(namespace):
+        return None
+    if is_dns1123_subdomain(name):
+        return None
+    return namespace, name

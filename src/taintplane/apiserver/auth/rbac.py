@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from taintplane.admission.chain import UserInfo
+from taintplane.api.gofmt import go_quote
 from taintplane.api.scheme import Scheme
 from taintplane.api.selectors import SelectorError, label_selector_from_dict
 from taintplane.apiserver.auth.attributes import Request
 from taintplane.apiserver.auth.rules import rule_allows, subject_matches
 from taintplane.apiserver.auth.tokens import MASTERS
 from taintplane.apiserver.registry import Registry
+from taintplane.apiserver.status import APIError
 
 __all__ = ["RBAC", "Decision"]
 
@@ -56,12 +58,14 @@ class RBAC:
                 return Decision(True, f"RBAC: allowed by {grant.source}")
         return Decision(False, _aggregate(errors))
 
-    async def grants(self, user: UserInfo, namespace: str) -> tuple[list[_Grant], list[str]]:
+    async def grants(
+        self, user: UserInfo, namespace: str, *, registry_errors: bool = False
+    ) -> tuple[list[_Grant], list[str]]:
         """Every binding that applies to the user at this scope, with its role's rules, and
-        the errors met (bindings to roles that do not exist)."""
-        cluster_roles = {
-            r["metadata"]["name"]: r for r in await self.registry.list_cached(self.cluster_roles)
-        }
+        the errors met (bindings to roles that do not exist), worded as the authorizer's
+        informer listers word them or, with ``registry_errors``, as the registry does (the
+        rule resolver of upstream's RBAC storage reads through it: ``clusterroles.…``)."""
+        cluster_roles = await self._cluster_roles()
         grants: list[_Grant] = []
         errors: list[str] = []
         bindings = [("", b) for b in await self.registry.list_cached(self.cluster_role_bindings)]
@@ -95,7 +99,8 @@ class RBAC:
             else:
                 role = None
             if role is None:
-                errors.append(f'{ref_kind.lower()}.{GROUP} "{ref_name}" not found')
+                resource = ref_kind.lower() + ("s" if registry_errors else "")
+                errors.append(f'{resource}.{GROUP} "{ref_name}" not found')
                 continue
             where = f'"{binding["metadata"]["name"]}"'
             if scope:
@@ -107,6 +112,44 @@ class RBAC:
             )
             grants.append(_Grant(source, list(_rules(role, cluster_roles))))
         return grants, errors
+
+    async def role_reference_rules(self, ref: dict[str, Any], namespace: str) -> list[Any]:
+        """The rules of the role a binding in ``namespace`` refers to (GetRoleReferenceRules):
+        a missing role is the registry's 404."""
+        kind, name = ref.get("kind", ""), ref.get("name", "")
+        cluster_roles = await self._cluster_roles()
+        if kind == "ClusterRole":
+            role = cluster_roles.get(name)
+            if role is None:
+                raise APIError.not_found(self.cluster_roles, name)
+        elif kind == "Role":
+            if not namespace:  # the registry's key function needs one
+                raise APIError.bad_request("Namespace parameter required.")
+            role = next(
+                (
+                    r
+                    for r in await self.registry.list_cached(self.roles)
+                    if r["metadata"].get("namespace") == namespace and r["metadata"]["name"] == name
+                ),
+                None,
+            )
+            if role is None:
+                raise APIError.not_found(self.roles, name)
+        else:
+            # A plain error upstream, which the handler writes as a 500 without a reason.
+            message = f"unsupported role reference kind: {go_quote(kind)}"
+            status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+            raise APIError({**status, "message": message, "code": 500})
+        distinct: list[Any] = []
+        for rule in _rules(role, cluster_roles):
+            if rule not in distinct:  # an aggregated role's rules are a set upstream
+                distinct.append(rule)
+        return distinct
+
+    async def _cluster_roles(self) -> dict[str, dict[str, Any]]:
+        return {
+            r["metadata"]["name"]: r for r in await self.registry.list_cached(self.cluster_roles)
+        }
 
 
 def _rules(
