@@ -148,6 +148,21 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         categories=("all",),
         subresources=(_STATUS,),
     ),
+    # The reviews: asked, answered, never stored (pkg/registry/authentication and
+    # pkg/registry/authorization); served as create-only resources.
+    *(
+        ResourceType(
+            group, "v1", kind, kind.lower() + "s", kind.startswith("Local"), verbs=("create",)
+        )
+        for group, kind in (
+            ("authentication.k8s.io", "SelfSubjectReview"),
+            ("authentication.k8s.io", "TokenReview"),
+            ("authorization.k8s.io", "LocalSubjectAccessReview"),
+            ("authorization.k8s.io", "SelfSubjectAccessReview"),
+            ("authorization.k8s.io", "SelfSubjectRulesReview"),
+            ("authorization.k8s.io", "SubjectAccessReview"),
+        )
+    ),
     ResourceType(
         "policy",
         "v1",

@@ -71,7 +71,9 @@ class APIServer:
             unreachable_seconds=default_unreachable_toleration_seconds,
             setup=admission,
         )
-        self.handlers = ResourceHandlers(self.registry, clock, bookmark_interval=bookmark_interval)
+        self.handlers = ResourceHandlers(
+            self.registry, clock, bookmark_interval=bookmark_interval, tokens=tokens
+        )
         self.app = self._asgi
         #: With ``tokens`` (``--auth``): authentication and RBAC on every request.
         self.guard = Guard(tokens, self.registry, scheme) if tokens is not None else None

@@ -12,6 +12,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from taintplane.admission.chain import UserInfo
 from taintplane.api.gofmt import go_quote
 from taintplane.api.scheme import ResourceType
 from taintplane.api.selectors import (
@@ -22,6 +23,7 @@ from taintplane.api.selectors import (
     parse_label_selector,
 )
 from taintplane.apiserver import codec, fieldmanager, warning
+from taintplane.apiserver.auth.reviews import REVIEW_GROUPS, Reviews
 from taintplane.apiserver.codec import clone
 from taintplane.apiserver.delete_options import propagation_policy
 from taintplane.apiserver.eviction import evict
@@ -93,10 +95,17 @@ def _query_bool(request: Request, name: str) -> bool:
 
 class ResourceHandlers:
     def __init__(
-        self, registry: Registry, clock: Clock, *, bookmark_interval: float = 60.0
+        self,
+        registry: Registry,
+        clock: Clock,
+        *,
+        bookmark_interval: float = 60.0,
+        tokens: dict[str, UserInfo] | None = None,
     ) -> None:
         self.registry = registry
         self.clock = clock
+        #: The create-only review resources (``tokens``: the ``--auth`` token file).
+        self.reviews = Reviews(registry, clock, tokens)
         # Request timeouts (a watch's timeoutSeconds) bound how long an HTTP request is held
         # open, as kube-apiserver's do: they count the wall clock even when the cluster runs
         # on virtual time, or a watch asked to end in a second would wait for the next
@@ -145,6 +154,8 @@ class ResourceHandlers:
             return json_response(await bind(self.registry, info, await self._body(request)), 201)
         if info.resource.kind == "Binding" and not info.resource.group and verb == "create":
             return await self._legacy_binding(request, info)
+        if info.resource.group in REVIEW_GROUPS and verb == "create" and not info.name:
+            return json_response(await self.reviews.create(request, info), 201)
         if info.subresource == "eviction" and method == "POST":
             body = await self._body(request)
             evicted = await evict(self.registry, info, body, dry_run_query=self._dry_run(request))
