@@ -17,6 +17,8 @@ from taintplane.sim.cluster import Cluster, ClusterConfig
 RBAC = "rbac.authorization.k8s.io"
 CLUSTER_ROLES = resource(RBAC, "v1", "clusterroles")
 CLUSTER_ROLE_BINDINGS = resource(RBAC, "v1", "clusterrolebindings")
+ROLES = resource(RBAC, "v1", "roles")
+ROLE_BINDINGS = resource(RBAC, "v1", "rolebindings")
 METADATA = {
     "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
     "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
@@ -339,6 +341,11 @@ def test_auth_creates_them_and_bootstrap_again_keeps_edits(tmp_path: Path) -> No
             expected_bindings = {b["metadata"]["name"] for b in policy.cluster_role_bindings()}
             assert expected_roles <= await _names(client, CLUSTER_ROLES)
             assert expected_bindings <= await _names(client, CLUSTER_ROLE_BINDINGS)
+            for rt, objects in ((ROLES, policy.roles()), (ROLE_BINDINGS, policy.role_bindings())):
+                items, _ = await client.list(rt)
+                assert {f"{i['metadata']['namespace']}/{i['metadata']['name']}" for i in items} >= {
+                    f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in objects
+                }
             stored = await client.get(CLUSTER_ROLE_BINDINGS, "system:kube-scheduler")
             assert stored["subjects"] == [user("system:kube-scheduler")]
             assert stored["metadata"]["labels"] == METADATA["labels"]

@@ -28,7 +28,6 @@ from taintplane.apiserver.auth.attributes import Request as Attributes
 from taintplane.apiserver.auth.attributes import forbidden, request_attributes
 from taintplane.apiserver.auth.escalation import escalation_checked
 from taintplane.apiserver.auth.rbac import RBAC
-from taintplane.apiserver.auth.reviews import REVIEWS, review
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.status import APIError
 
@@ -77,17 +76,21 @@ class Guard:
         registry.admit = escalation_checked(registry.admit, self.rbac, CURRENT_REQUEST.get)
 
     async def bootstrap(self, registry: Registry, scheme: Scheme) -> None:
-        """Create the bootstrap ClusterRoles and ClusterRoleBindings that do not exist yet
-        (an edited one is kept, as upstream keeps roles without the autoupdate annotation)."""
+        """Create the bootstrap ClusterRoles, ClusterRoleBindings and the kube-system /
+        kube-public Roles and RoleBindings that do not exist yet (an edited one is kept, as
+        upstream keeps roles without the autoupdate annotation)."""
         for kind, objects in (
             ("ClusterRole", policy.cluster_roles()),
             ("ClusterRoleBinding", policy.cluster_role_bindings()),
+            ("Role", policy.roles()),
+            ("RoleBinding", policy.role_bindings()),
         ):
             resource = scheme.by_kind("rbac.authorization.k8s.io/v1", kind)
             assert resource is not None
             for obj in objects:
+                namespace = str(obj["metadata"].get("namespace") or "")
                 try:
-                    await registry.create(resource, "", obj)
+                    await registry.create(resource, namespace, obj)
                 except APIError as error:
                     if error.code != 409:
                         raise
@@ -188,8 +191,6 @@ class Guard:
         decision = await self.rbac.authorize(attributes)
         if not decision.allowed:
             raise forbidden(attributes, decision.reason)
-        if request.method == "POST" and path.rstrip("/") in REVIEWS:
-            return await review(self.rbac, request, user, path.rstrip("/"))
         token = CURRENT_USER.set(user)
         asked = CURRENT_REQUEST.set(attributes)
         try:

@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import Response
 
 from taintplane.admission.chain import UserInfo
 from taintplane.api.decoding import format_time
@@ -35,15 +34,12 @@ from taintplane.apiserver.requestinfo import RequestInfo
 from taintplane.apiserver.status import APIError
 from taintplane.clock import Clock
 
-__all__ = ["REVIEWS", "REVIEW_GROUPS", "UNSECURED", "Reviews", "review"]
+__all__ = ["REVIEW_GROUPS", "UNSECURED", "Reviews"]
 
 AUTHENTICATION = "authentication.k8s.io"
 AUTHORIZATION = "authorization.k8s.io"
 REVIEW_GROUPS = (AUTHENTICATION, AUTHORIZATION)
 UNSECURED = UserInfo("system:unsecured", ("system:masters", "system:authenticated"))
-#: Paths guard.py answers itself: none now that the reviews are routed as resources (kept
-#: for guard.py's import until it drops that interception).
-REVIEWS: tuple[str, ...] = ()
 
 # The generic create handler's WipeObjectMetaSystemFields.
 _SYSTEM_FIELDS = ("creationTimestamp", "uid", "deletionTimestamp", "deletionGracePeriodSeconds")
@@ -65,11 +61,6 @@ _OBJECT_META_ORDER = (
 )
 _ALL_RESOURCES = {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}
 _ALL_URLS = {"verbs": ["*"], "nonResourceURLs": ["*"]}
-
-
-async def review(*_: object) -> Response:
-    """Nothing is answered outside routing any more (see :data:`REVIEWS`)."""
-    raise APIError.make(404, "NotFound", "the server could not find the requested resource")
 
 
 def _no_user() -> APIError:
