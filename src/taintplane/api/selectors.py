@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from taintplane.api import names
+from taintplane.api.gofmt import go_quote
 from taintplane.api.tolerations import parse_int64
 
 __all__ = [
@@ -250,7 +251,9 @@ class FieldRequirement:
     negated: bool = False
 
     def matches(self, fields: Mapping[str, str]) -> bool:
-        equal = fields.get(self.field) == self.value
+        # fields.Set.Get: a field the object does not have reads as "" (metadata.namespace
+        # of a cluster-scoped object).
+        equal = fields.get(self.field, "") == self.value
         return not equal if self.negated else equal
 
 
@@ -271,10 +274,51 @@ class FieldSelector:
                 return r.value
         return None
 
-    def check_supported(self, is_supported: Callable[[str], bool]) -> None:
+    def check_supported(
+        self, is_supported: Callable[[str], bool], api_version: str = "", kind: str = ""
+    ) -> None:
+        """The 400 of ``ConvertFieldLabel`` for the first label the kind does not convert. A
+        kind whose API version registers no conversion of its own (most: see
+        ``_OWN_FIELD_LABEL_CONVERSIONS``) takes DefaultMetaV1FieldSelectorConversion's
+        ``metadata.name`` and ``metadata.namespace`` and nothing else; without a kind, the
+        refusal is worded as core/v1's."""
+        own = _OWN_FIELD_LABEL_CONVERSIONS.get((api_version, kind)) if kind else _CORE_V1
         for r in self.requirements:
-            if not is_supported(r.field):
-                raise SelectorError(f"field label not supported: {r.field}")
+            if own is None:
+                if r.field not in _META_FIELD_LABELS:
+                    raise SelectorError(
+                        f"{go_quote(r.field)} is not a known field selector: only "
+                        '"metadata.name", "metadata.namespace"'
+                    )
+            elif not is_supported(r.field):
+                raise SelectorError(f"{own}{r.field}")
+
+
+_META_FIELD_LABELS = ("metadata.name", "metadata.namespace")
+_CORE_V1 = "field label not supported: "
+#: The kinds whose API version registers a field label conversion of its own
+#: (scheme.AddFieldLabelConversionFunc), with the words its refusal starts with.
+_OWN_FIELD_LABEL_CONVERSIONS: dict[tuple[str, str], str] = {
+    # pkg/apis/core/v1/conversion.go
+    **{
+        ("v1", kind): _CORE_V1
+        for kind in (
+            "Pod",
+            "Node",
+            "ReplicationController",
+            "Event",
+            "Namespace",
+            "Secret",
+            "Service",
+        )
+    },
+    # pkg/apis/events/v1/conversion.go
+    ("events.k8s.io/v1", "Event"): _CORE_V1,
+    # pkg/apis/resource/v1/conversion.go (the refusal names the GroupVersionKind)
+    ("resource.k8s.io/v1", "ResourceSlice"): (
+        "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: "
+    ),
+}
 
 
 def _split_unescaped(text: str, separator: str) -> list[str]:

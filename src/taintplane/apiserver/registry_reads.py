@@ -7,7 +7,6 @@ with the resourceVersion spliced in, undecoded. ``Registry`` adds the writes on 
 
 from __future__ import annotations
 
-import base64
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +16,7 @@ import orjson
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, ResourceType, Scheme
 from taintplane.api.selectors import FieldSelector, LabelSelector
-from taintplane.apiserver.list_options import EXACT
+from taintplane.apiserver.list_options import EXACT, decode_continue, encode_continue
 from taintplane.apiserver.status import APIError, from_store_error
 from taintplane.apiserver.strategies import Strategy, strategy_for
 from taintplane.apiserver.strategies.base import meta
@@ -27,6 +26,7 @@ from taintplane.store.interface import KV, EventType, ListResult, Store, Watch
 
 __all__ = [
     "ListPage",
+    "RawListPage",
     "RegistryReads",
     "WatchItem",
     "WatchProgress",
@@ -56,6 +56,35 @@ class ListPage:
     items: list[dict[str, Any]]
     resource_version: str
     continue_token: str | None
+    #: Set on a page with a continue token of a list without selectors (as upstream: with a
+    #: selector the store's count would include objects the selector drops).
+    remaining_item_count: int | None = None
+
+    def list_meta(self) -> dict[str, Any]:
+        return _list_meta(self.resource_version, self.continue_token, self.remaining_item_count)
+
+
+@dataclass
+class RawListPage:
+    """A list page as encoded items (see ``RegistryReads.list_raw_page``)."""
+
+    items: Sequence[bytes]
+    resource_version: str
+    continue_token: str | None
+    remaining_item_count: int | None = None
+
+    def list_meta(self) -> dict[str, Any]:
+        return _list_meta(self.resource_version, self.continue_token, self.remaining_item_count)
+
+
+def _list_meta(revision: str, token: str | None, remaining: int | None) -> dict[str, Any]:
+    """The list's ListMeta, fields in upstream's order."""
+    list_meta: dict[str, Any] = {"resourceVersion": revision}
+    if token:
+        list_meta["continue"] = token
+        if remaining is not None:
+            list_meta["remainingItemCount"] = remaining
+    return list_meta
 
 
 @dataclass
@@ -94,18 +123,29 @@ class WatchProgress:
         return self.revision
 
 
-def _encode_continue(revision: int, key: str) -> str:
-    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": key})
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+_INCONSISTENT_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted "
+    "between the time the first chunk was returned and now may show up in the list."
+)
 
 
-def _decode_continue(token: str) -> tuple[int, str]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = orjson.loads(raw)
-        return int(data["rv"]), str(data["start"])
-    except (ValueError, KeyError, TypeError) as error:
-        raise APIError.bad_request(f"continue key is not valid: {error}") from error
+@dataclass(frozen=True)
+class _ListStart:
+    """Where a list reads: at ``revision`` (0: the latest), from after ``after`` (None: from
+    the start), under ``prefix``; ``paging`` when a continue token said so."""
+
+    prefix: str
+    revision: int
+    after: str | None
+    paging: bool
+
+    def token(self, last_key: str, revision: int) -> str:
+        """The continue token of a page that ended at ``last_key``: the next one starts just
+        after it (etcd3's lastKey followed by a NUL)."""
+        return encode_continue(last_key + "\x00", self.prefix, revision)
 
 
 class RegistryReads:
@@ -191,18 +231,23 @@ class RegistryReads:
         resource_version_match: str = "",
     ) -> ListPage:
         strategy = self.strategy(resource)
-        revision, after = await self._list_start(
-            resource, continue_token, resource_version, resource_version_match, limit
+        start = await self._list_start(
+            resource,
+            namespace,
+            continue_token,
+            resource_version,
+            resource_version_match,
+            limit,
         )
+        selected = labels is not None or fields is not None
         items: list[dict[str, Any]] = []
         # With selectors, a page of matches may need several store pages.
         page_size = max(limit, 500) if limit else 0
+        revision, after = start.revision, start.after
         while True:
-            page = await self._page(
-                resource, namespace, revision, page_size, after, paging=bool(continue_token)
-            )
+            page = await self._page(start, revision, page_size, after)
             revision = page.revision
-            for kv in page.items:
+            for at, kv in enumerate(page.items, start=1):
                 obj = self._decode(kv)
                 if labels is not None and not labels.matches(meta(obj).get("labels")):
                     continue
@@ -210,9 +255,11 @@ class RegistryReads:
                     continue
                 items.append(obj)
                 if limit and len(items) == limit:
-                    more = kv.key != page.items[-1].key or page.continue_after is not None
-                    token = _encode_continue(revision, kv.key) if more else None
-                    return ListPage(items, str(revision), token)
+                    if at == len(page.items) and page.continue_after is None:
+                        return ListPage(items, str(revision), None)
+                    token = start.token(kv.key, revision)
+                    remaining = len(page.items) - at + page.remaining
+                    return ListPage(items, str(revision), token, None if selected else remaining)
             if page.continue_after is None:
                 return ListPage(items, str(revision), None)
             after = page.continue_after
@@ -248,39 +295,66 @@ class RegistryReads:
         resource_version: str = "",
         resource_version_match: str = "",
     ) -> tuple[Sequence[bytes], str, str | None]:
+        """``list_raw_page`` as (items, resourceVersion, continue token)."""
+        page = await self.list_raw_page(
+            resource,
+            namespace,
+            limit=limit,
+            continue_token=continue_token,
+            resource_version=resource_version,
+            resource_version_match=resource_version_match,
+        )
+        return page.items, page.resource_version, page.continue_token
+
+    async def list_raw_page(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        *,
+        limit: int = 0,
+        continue_token: str | None = None,
+        resource_version: str = "",
+        resource_version_match: str = "",
+    ) -> RawListPage:
         """A list page as encoded items, for lists without selectors (the common large case:
         informers and ``-o json``): no object is decoded."""
-        revision, after = await self._list_start(
-            resource, continue_token, resource_version, resource_version_match, limit
+        start = await self._list_start(
+            resource, namespace, continue_token, resource_version, resource_version_match, limit
         )
-        page = await self._page(
-            resource, namespace, revision, limit, after, paging=bool(continue_token)
-        )
-        token = (
-            _encode_continue(page.revision, page.continue_after) if page.continue_after else None
-        )
-        return [self.splice(kv) for kv in page.items], str(page.revision), token
+        page = await self._page(start, start.revision, limit, start.after)
+        items = [self.splice(kv) for kv in page.items]
+        if page.continue_after is None:
+            return RawListPage(items, str(page.revision), None)
+        token = start.token(page.continue_after, page.revision)
+        return RawListPage(items, str(page.revision), token, page.remaining)
 
     async def _list_start(
         self,
         resource: ResourceType,
+        namespace: str,
         continue_token: str | None,
         resource_version: str,
         match: str,
         limit: int,
-    ) -> tuple[int, str | None]:
-        """The revision to list at (0: the latest) and the key to go on after, as the etcd3
-        store's GetList reads the options (the handler has validated them)."""
+    ) -> _ListStart:
+        """Where to list, as the etcd3 store's GetList reads the options (the handler has
+        validated them)."""
+        prefix = self._prefix(resource, namespace)
         legacy = resource_version in ("", "0")
         if continue_token:
-            revision, after = _decode_continue(continue_token)
+            start_key, revision = decode_continue(continue_token, prefix)
             if not legacy:
                 raise APIError.bad_request(
                     "specifying resource version is not allowed when using continue"
                 )
-            return revision, after
+            # Tokens made here start just after a key (its name + NUL); the store goes on
+            # after a key, so one that does not (never made here) continues after itself.
+            after = start_key.removesuffix("\x00")
+            # A negative revision (the token of a 410 for a compacted one): the latest.
+            return _ListStart(prefix, max(revision, 0), after, paging=True)
         if legacy:
-            return 0, None  # the latest state: most recent, and "any" is never older
+            # The latest state: most recent, and "any" is never older.
+            return _ListStart(prefix, 0, None, paging=False)
         revision = parse_resource_version(resource_version)
         current = await self.store.current_revision()
         if revision > current:
@@ -288,37 +362,18 @@ class RegistryReads:
         # Exact when asked, and (legacy) for the first page of a limited list; otherwise
         # NotOlderThan the given revision, which the latest state always is.
         if match == EXACT or (not match and limit > 0):
-            return revision, None
-        return 0, None
+            return _ListStart(prefix, revision, None, paging=False)
+        return _ListStart(prefix, 0, None, paging=False)
 
     async def _page(
-        self,
-        resource: ResourceType,
-        namespace: str,
-        revision: int,
-        limit: int,
-        after: str | None,
-        *,
-        paging: bool,
+        self, start: _ListStart, revision: int, limit: int, after: str | None
     ) -> ListResult:
         try:
             return await self.store.list(
-                self._prefix(resource, namespace),
-                revision=revision,
-                limit=limit,
-                continue_after=after,
+                start.prefix, revision=revision, limit=limit, continue_after=after
             )
         except store_errors.Compacted as error:
-            if not paging:  # an Exact list below the compacted revision (interpretListError)
-                raise APIError.gone(
-                    "The resourceVersion for the provided list is too old."
-                ) from error
-            raise APIError.gone(
-                "The provided continue parameter is too old to display a consistent list "
-                "result. You can start a new list without the continue parameter, or use "
-                f"the continue token in this response to retrieve the remainder of the "
-                f"results. ({error})"
-            ) from error
+            raise _compacted(start) from error
 
     # ---- watch -----------------------------------------------------------------------------
 
@@ -394,6 +449,17 @@ class RegistryReads:
             raise from_store_error(error, resource, "") from error
         finally:
             watch.close()
+
+
+def _compacted(start: _ListStart) -> APIError:
+    """etcd3's interpretListError for a compacted revision: a continued list gets a token
+    that continues where it would have, at the latest revision (-1), with its 410."""
+    if not start.paging:  # an Exact list below the compacted revision
+        return APIError.gone("The resourceVersion for the provided list is too old.")
+    expired = APIError.gone(_INCONSISTENT_CONTINUE)
+    resume = start.after + "\x00" if start.after is not None else start.prefix
+    expired.status["metadata"]["continue"] = encode_continue(resume, start.prefix, -1)
+    return expired
 
 
 def _initial_events_end(resource: ResourceType, revision: int) -> dict[str, Any]:

@@ -309,8 +309,10 @@ class EtcdStore:
             if not response.more or (limit > 0 and len(items) >= limit):
                 break
             low = response.kvs[-1].key + b"\0"
-        more = bool(response.more)
-        return ListResult(items, revision, items[-1].key if more and items else None)
+        more = bool(response.more) and bool(items)
+        # The range's count ignores the limit: what it counted past this response remains.
+        remaining = int(response.count) - len(response.kvs) if more else 0
+        return ListResult(items, revision, items[-1].key if more else None, remaining)
 
     async def count(self, prefix: str) -> int:
         low, high = self._range_of(prefix)

@@ -32,6 +32,9 @@ class ListResult:
     revision: int
     #: The last key of this page when more remain (pass it back as ``continue_after``).
     continue_after: str | None
+    #: How many live keys under the prefix follow this page at ``revision`` (0 when none
+    #: remain): etcd's range count less the page, for a list's ``remainingItemCount``.
+    remaining: int = 0
 
 
 class EventType(enum.Enum):

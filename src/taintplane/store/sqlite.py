@@ -72,6 +72,11 @@ _LIST = (
     "AND k.id = (SELECT max(x.id) FROM kine x WHERE x.name = k.name AND x.id <= ?) "
     "ORDER BY k.name"
 )
+_COUNT_AFTER = (
+    "SELECT count(*) FROM kine k "
+    "WHERE k.name > ? AND k.name < ? AND k.deleted = 0 "
+    "AND k.id = (SELECT max(x.id) FROM kine x WHERE x.name = k.name AND x.id <= ?)"
+)
 _EVENTS = (
     "SELECT k.id, k.name, k.created, k.deleted, k.value, p.value FROM kine k "
     "LEFT JOIN kine p ON p.id = k.prev_revision "
@@ -389,12 +394,17 @@ class SqliteStore:
             if limit > 0:
                 params += (limit + 1,)
             rows = conn.execute(sql, params).fetchall()
+            more = limit > 0 and len(rows) > limit
+            remaining = 0
+            if more:
+                # In the same transaction: the keys after the page at the same revision.
+                after_page = (rows[limit - 1][0], _prefix_end(prefix), at)
+                (remaining,) = conn.execute(_COUNT_AFTER, after_page).fetchone()
         finally:
             conn.execute("COMMIT")
-        more = limit > 0 and len(rows) > limit
         rows = rows[:limit] if more else rows
         items = [KV(r[0], bytes(r[3]), int(r[1]), int(r[2])) for r in rows]
-        return ListResult(items, at, items[-1].key if more else None)
+        return ListResult(items, at, items[-1].key if more else None, int(remaining))
 
     async def count(self, prefix: str) -> int:
         result = await self.list(prefix)

@@ -221,6 +221,27 @@ class StoreConformance:
 
         self.run(tmp_path, scenario)
 
+    def test_a_page_counts_the_keys_after_it_at_its_revision(self, tmp_path: Path) -> None:
+        async def scenario(store: Store) -> None:
+            for i in range(5):
+                await store.create(f"/p/{i}", b"v1")
+            await store.create("/q/0", b"v1")
+            page = await store.list("/p/", limit=2)
+            assert (page.continue_after, page.remaining) == ("/p/1", 3)
+            await store.delete("/p/4")  # after the snapshot: still counted in it
+            page = await store.list(
+                "/p/", revision=page.revision, limit=2, continue_after=page.continue_after
+            )
+            assert (page.continue_after, page.remaining) == ("/p/3", 1)
+            latest = await store.list("/p/", limit=2, continue_after="/p/1")
+            assert (latest.continue_after, latest.remaining) == (None, 0)
+            last = await store.list(
+                "/p/", revision=page.revision, limit=2, continue_after=page.continue_after
+            )
+            assert (last.continue_after, last.remaining) == (None, 0)
+
+        self.run(tmp_path, scenario)
+
     # ---- watch ----------------------------------------------------------------------------
 
     def test_watch_replays_history_after_a_revision_then_goes_live(self, tmp_path: Path) -> None:
