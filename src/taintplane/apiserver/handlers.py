@@ -300,7 +300,7 @@ class ResourceHandlers:
             return
         strategy = self.registry.strategy(resource)
         try:
-            fields.check_supported(strategy.supports_field)
+            fields.check_supported(strategy.supports_field, resource.api_version, resource.kind)
         except SelectorError as error:
             raise APIError.bad_request(error.message) from error
 
@@ -348,7 +348,7 @@ class ResourceHandlers:
             and not codec.wants_table(request.headers.get("accept"))
         ):
             # The large lists (informers, -o json) go out without decoding a single object.
-            items, rv, token = await self.registry.list_raw(
+            raw = await self.registry.list_raw_page(
                 info.resource,
                 info.namespace,
                 limit=limit,
@@ -356,15 +356,14 @@ class ResourceHandlers:
                 resource_version=resource_version,
                 resource_version_match=match,
             )
-            raw_meta = {"resourceVersion": rv, **({"continue": token} if token else {})}
             head = codec.encode(
                 {
                     "kind": info.resource.list_kind,
                     "apiVersion": info.resource.api_version,
-                    "metadata": raw_meta,
+                    "metadata": raw.list_meta(),
                 }
             )
-            body = head[:-1] + b',"items":[' + b",".join(items) + b"]}"
+            body = head[:-1] + b',"items":[' + b",".join(raw.items) + b"]}"
             return Response(body, media_type="application/json")
         page = await self.registry.list(
             info.resource,
@@ -376,10 +375,7 @@ class ResourceHandlers:
             resource_version=resource_version,
             resource_version_match=match,
         )
-        list_meta: dict[str, Any] = {"resourceVersion": page.resource_version}
-        if page.continue_token:
-            list_meta["continue"] = page.continue_token
-        return self._render(request, info.resource, page.items, list_meta=list_meta)
+        return self._render(request, info.resource, page.items, list_meta=page.list_meta())
 
     # ---- patch -----------------------------------------------------------------------------
 

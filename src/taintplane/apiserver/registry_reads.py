@@ -285,27 +285,6 @@ class RegistryReads:
     def _written(self, resource: ResourceType) -> None:
         self._writes[resource] = self._writes.get(resource, 0) + 1
 
-    async def list_raw(
-        self,
-        resource: ResourceType,
-        namespace: str,
-        *,
-        limit: int = 0,
-        continue_token: str | None = None,
-        resource_version: str = "",
-        resource_version_match: str = "",
-    ) -> tuple[Sequence[bytes], str, str | None]:
-        """``list_raw_page`` as (items, resourceVersion, continue token)."""
-        page = await self.list_raw_page(
-            resource,
-            namespace,
-            limit=limit,
-            continue_token=continue_token,
-            resource_version=resource_version,
-            resource_version_match=resource_version_match,
-        )
-        return page.items, page.resource_version, page.continue_token
-
     async def list_raw_page(
         self,
         resource: ResourceType,
