@@ -12,6 +12,7 @@ from typing import Any
 from taintplane.apiserver.auth import policy
 from taintplane.client import Client, resource
 from taintplane.clock import VirtualClock
+from taintplane.controllers.clusterroleaggregation import aggregate
 from taintplane.sim.cluster import Cluster, ClusterConfig
 
 RBAC = "rbac.authorization.k8s.io"
@@ -360,3 +361,225 @@ def test_auth_creates_them_and_bootstrap_again_keeps_edits(tmp_path: Path) -> No
             assert kept["rules"] == [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]
 
     asyncio.run(main())
+
+
+# The aggregate-to-* roles as upstream's golden testdata/cluster-roles.yaml lists them, with
+# DynamicResourceAllocation (GA since 1.34) on: its resource.k8s.io rules close edit and view.
+GET_LIST_WATCH = ["get", "list", "watch"]
+WRITES = ["create", "delete", "deletecollection", "patch", "update"]
+AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"
+
+
+def golden(verbs: list[str], group: str, resources: list[str]) -> dict[str, Any]:
+    return {"verbs": verbs, "apiGroups": [group], "resources": resources}
+
+
+GOLDEN_ADMIN = [
+    golden(["create"], "authorization.k8s.io", ["localsubjectaccessreviews"]),
+    golden(
+        ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+        RBAC,
+        ["rolebindings", "roles"],
+    ),
+]
+GOLDEN_EDIT = [
+    golden(
+        GET_LIST_WATCH,
+        "",
+        ["pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "secrets", "services/proxy"],
+    ),
+    golden(["impersonate"], "", ["serviceaccounts"]),
+    golden(WRITES, "", ["pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy"]),
+    golden(["create"], "", ["pods/eviction"]),
+    golden(
+        WRITES,
+        "",
+        [
+            "configmaps",
+            "events",
+            "persistentvolumeclaims",
+            "replicationcontrollers",
+            "replicationcontrollers/scale",
+            "secrets",
+            "serviceaccounts",
+            "services",
+            "services/proxy",
+        ],
+    ),
+    golden(["create"], "", ["serviceaccounts/token"]),
+    golden(
+        WRITES,
+        "apps",
+        [
+            "daemonsets",
+            "deployments",
+            "deployments/rollback",
+            "deployments/scale",
+            "replicasets",
+            "replicasets/scale",
+            "statefulsets",
+            "statefulsets/scale",
+        ],
+    ),
+    golden(WRITES, "autoscaling", ["horizontalpodautoscalers"]),
+    golden(WRITES, "batch", ["cronjobs", "jobs"]),
+    golden(
+        WRITES,
+        "extensions",
+        [
+            "daemonsets",
+            "deployments",
+            "deployments/rollback",
+            "deployments/scale",
+            "ingresses",
+            "networkpolicies",
+            "replicasets",
+            "replicasets/scale",
+            "replicationcontrollers/scale",
+        ],
+    ),
+    golden(WRITES, "policy", ["poddisruptionbudgets"]),
+    golden(WRITES, "networking.k8s.io", ["ingresses", "networkpolicies"]),
+    golden(
+        ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+        "coordination.k8s.io",
+        ["leases"],
+    ),
+    golden(WRITES, "resource.k8s.io", ["resourceclaims", "resourceclaimtemplates"]),
+]
+GOLDEN_VIEW = [
+    golden(
+        GET_LIST_WATCH,
+        "",
+        [
+            "configmaps",
+            "endpoints",
+            "persistentvolumeclaims",
+            "persistentvolumeclaims/status",
+            "pods",
+            "replicationcontrollers",
+            "replicationcontrollers/scale",
+            "serviceaccounts",
+            "services",
+            "services/status",
+        ],
+    ),
+    golden(
+        GET_LIST_WATCH,
+        "",
+        [
+            "bindings",
+            "events",
+            "limitranges",
+            "namespaces/status",
+            "pods/log",
+            "pods/status",
+            "replicationcontrollers/status",
+            "resourcequotas",
+            "resourcequotas/status",
+        ],
+    ),
+    golden(GET_LIST_WATCH, "", ["namespaces"]),
+    golden(GET_LIST_WATCH, "discovery.k8s.io", ["endpointslices"]),
+    golden(
+        GET_LIST_WATCH,
+        "apps",
+        [
+            "controllerrevisions",
+            "daemonsets",
+            "daemonsets/status",
+            "deployments",
+            "deployments/scale",
+            "deployments/status",
+            "replicasets",
+            "replicasets/scale",
+            "replicasets/status",
+            "statefulsets",
+            "statefulsets/scale",
+            "statefulsets/status",
+        ],
+    ),
+    golden(
+        GET_LIST_WATCH,
+        "autoscaling",
+        ["horizontalpodautoscalers", "horizontalpodautoscalers/status"],
+    ),
+    golden(GET_LIST_WATCH, "batch", ["cronjobs", "cronjobs/status", "jobs", "jobs/status"]),
+    golden(
+        GET_LIST_WATCH,
+        "extensions",
+        [
+            "daemonsets",
+            "daemonsets/status",
+            "deployments",
+            "deployments/scale",
+            "deployments/status",
+            "ingresses",
+            "ingresses/status",
+            "networkpolicies",
+            "replicasets",
+            "replicasets/scale",
+            "replicasets/status",
+            "replicationcontrollers/scale",
+        ],
+    ),
+    golden(GET_LIST_WATCH, "policy", ["poddisruptionbudgets", "poddisruptionbudgets/status"]),
+    golden(
+        GET_LIST_WATCH, "networking.k8s.io", ["ingresses", "ingresses/status", "networkpolicies"]
+    ),
+    golden(
+        GET_LIST_WATCH,
+        "resource.k8s.io",
+        ["resourceclaims", "resourceclaims/status", "resourceclaimtemplates"],
+    ),
+]
+
+
+def test_aggregate_to_roles_are_upstreams() -> None:
+    roles = by_name(policy.cluster_roles())
+    for kind, rules in (("admin", GOLDEN_ADMIN), ("edit", GOLDEN_EDIT), ("view", GOLDEN_VIEW)):
+        name = f"system:aggregate-to-{kind}"
+        assert roles[f"/{name}"] == {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRole",
+            "metadata": {
+                "name": name,
+                "labels": {**METADATA["labels"], AGGREGATE + kind: "true"},
+                "annotations": METADATA["annotations"],
+            },
+            "rules": rules,
+        }, name
+
+
+def test_admin_edit_view_aggregate_as_upstream_labels_them() -> None:
+    roles = by_name(policy.cluster_roles())
+    for kind, labels in (
+        ("admin", {}),
+        ("edit", {AGGREGATE + "admin": "true"}),
+        ("view", {AGGREGATE + "edit": "true"}),
+    ):
+        assert roles[f"/{kind}"] == {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRole",
+            "metadata": {
+                "name": kind,
+                "labels": {**METADATA["labels"], **labels},
+                "annotations": METADATA["annotations"],
+            },
+            "rules": None,
+            "aggregationRule": {
+                "clusterRoleSelectors": [{"matchLabels": {AGGREGATE + kind: "true"}}]
+            },
+        }
+
+
+def test_rendered_admin_edit_view_have_upstreams_rules() -> None:
+    # As the clusterrole-aggregation-controller settles: view first, then edit (which gathers
+    # view), then admin (which gathers edit); matched roles by name, exact duplicates dropped.
+    roles = by_name(policy.cluster_roles())
+    for kind in ("view", "edit", "admin"):
+        role = roles[f"/{kind}"]
+        role["rules"] = aggregate(role, list(roles.values()))
+    assert roles["/view"]["rules"] == GOLDEN_VIEW
+    assert roles["/edit"]["rules"] == GOLDEN_EDIT + GOLDEN_VIEW
+    assert roles["/admin"]["rules"] == GOLDEN_EDIT + GOLDEN_VIEW + GOLDEN_ADMIN

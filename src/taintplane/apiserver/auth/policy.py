@@ -46,6 +46,8 @@ def _urls(verbs: list[str], urls: list[str]) -> dict[str, Any]:
 _EVENTS = _rule(["create", "update", "patch"], ["", "events.k8s.io"], ["events"])
 
 
+#: ``system:aggregate-to-view``; the ``resource.k8s.io`` rule is DynamicResourceAllocation's
+#: (GA since 1.34, on).
 _VIEW = [
     _rule(
         READ,
@@ -86,30 +88,60 @@ _VIEW = [
         [
             "controllerrevisions",
             "statefulsets",
-            "statefulsets/scale",
             "statefulsets/status",
+            "statefulsets/scale",
+            "daemonsets",
+            "daemonsets/status",
+            "deployments",
+            "deployments/status",
+            "deployments/scale",
+            "replicasets",
+            "replicasets/status",
+            "replicasets/scale",
+        ],
+    ),
+    _rule(READ, ["autoscaling"], ["horizontalpodautoscalers", "horizontalpodautoscalers/status"]),
+    _rule(READ, ["batch"], ["jobs", "cronjobs", "cronjobs/status", "jobs/status"]),
+    _rule(
+        READ,
+        ["extensions"],
+        [
             "daemonsets",
             "daemonsets/status",
             "deployments",
             "deployments/scale",
             "deployments/status",
+            "ingresses",
+            "ingresses/status",
             "replicasets",
             "replicasets/scale",
             "replicasets/status",
+            "replicationcontrollers/scale",
+            "networkpolicies",
         ],
     ),
-    _rule(READ, ["autoscaling"], ["horizontalpodautoscalers", "horizontalpodautoscalers/status"]),
-    _rule(READ, ["batch"], ["cronjobs", "cronjobs/status", "jobs", "jobs/status"]),
     _rule(READ, ["policy"], ["poddisruptionbudgets", "poddisruptionbudgets/status"]),
-    _rule(READ, ["networking.k8s.io"], ["ingresses", "ingresses/status", "networkpolicies"]),
+    _rule(READ, ["networking.k8s.io"], ["networkpolicies", "ingresses", "ingresses/status"]),
+    _rule(
+        READ,
+        ["resource.k8s.io"],
+        ["resourceclaims", "resourceclaims/status", "resourceclaimtemplates"],
+    ),
 ]
 
+#: ``system:aggregate-to-edit``: reads come from view (aggregated into edit), so most rules
+#: grant only writes; the escalating resources view leaves out are read here.
 _EDIT = [
+    _rule(
+        READ,
+        [""],
+        ["pods/attach", "pods/proxy", "pods/exec", "pods/portforward", "secrets", "services/proxy"],
+    ),
     _rule(["impersonate"], [""], ["serviceaccounts"]),
-    _rule(READ_WRITE, [""], ["pods", "pods/attach", "pods/proxy", "pods/exec", "pods/portforward"]),
+    _rule(WRITE, [""], ["pods", "pods/attach", "pods/proxy", "pods/exec", "pods/portforward"]),
     _rule(["create"], [""], ["pods/eviction"]),
     _rule(
-        READ_WRITE,
+        WRITE,
         [""],
         [
             "replicationcontrollers",
@@ -125,7 +157,7 @@ _EDIT = [
     ),
     _rule(["create"], [""], ["serviceaccounts/token"]),
     _rule(
-        READ_WRITE,
+        WRITE,
         ["apps"],
         [
             "statefulsets",
@@ -138,11 +170,27 @@ _EDIT = [
             "replicasets/scale",
         ],
     ),
-    _rule(READ_WRITE, ["autoscaling"], ["horizontalpodautoscalers"]),
-    _rule(READ_WRITE, ["batch"], ["jobs", "cronjobs"]),
-    _rule(READ_WRITE, ["policy"], ["poddisruptionbudgets"]),
-    _rule(READ_WRITE, ["networking.k8s.io"], ["networkpolicies", "ingresses"]),
+    _rule(WRITE, ["autoscaling"], ["horizontalpodautoscalers"]),
+    _rule(WRITE, ["batch"], ["jobs", "cronjobs"]),
+    _rule(
+        WRITE,
+        ["extensions"],
+        [
+            "daemonsets",
+            "deployments",
+            "deployments/scale",
+            "deployments/rollback",
+            "ingresses",
+            "replicasets",
+            "replicasets/scale",
+            "replicationcontrollers/scale",
+            "networkpolicies",
+        ],
+    ),
+    _rule(WRITE, ["policy"], ["poddisruptionbudgets"]),
+    _rule(WRITE, ["networking.k8s.io"], ["networkpolicies", "ingresses"]),
     _rule(READ_WRITE, ["coordination.k8s.io"], ["leases"]),
+    _rule(WRITE, ["resource.k8s.io"], ["resourceclaims", "resourceclaimtemplates"]),
 ]
 
 _ADMIN = [
