@@ -1,6 +1,7 @@
 """The checks every write goes through, in the registry's order: the body's type against the
 kind's schema (``check_type``), the strategy's defaulting and preparation (``run_strategy``),
-validation (``validate``) and the record of who set which fields (``record_fields``).
+validation (``validate``) and the record of who set which fields in what is stored
+(``record_fields``).
 Each turns a failure into the Status kube-apiserver answers with."""
 
 from __future__ import annotations
@@ -103,7 +104,14 @@ def record_fields(
     subresource: str,
     has_status: bool,
 ) -> None:
-    """Record in ``metadata.managedFields`` which fields ``manager`` set."""
+    """Record in ``metadata.managedFields`` which fields ``manager`` set, in the object as
+    it is stored: admitted and valid, so without what Go's encoder leaves out (empty
+    optional maps and lists, ``typecheck.omit_empty``)."""
+    schema = typecheck.schemas()["kinds"].get(
+        f"{resource.group}/{resource.version}/{resource.kind}"
+    )
+    if schema is not None:
+        typecheck.omit_empty(new, schema, old)
     if subresource == "binding" or not manager:
         return
     now = format_time(clock.now())

@@ -7,6 +7,12 @@ Go field has: a string where Go has a string, a list where Go has a slice, an in
 []v1.Container``). Fields the schema does not know are reported by their full path, list
 indexes included (``spec.containers[0].foo``, as sigs.k8s.io/json's strict decoder), and, with
 ``drop_unknown``, removed: decoding into the Go types loses them, so they are never stored.
+
+The walk also leaves the object as Go's decoder does: optional fields sent as null are
+dropped (nil, or a zero value omitempty leaves out) and quantities are put in canonical form.
+``omit_empty`` does what Go's encoder does once the write is admitted and valid: empty
+optional maps and lists are not written (a non-nil empty map is still non-nil to admission
+and validation, as RuntimeClass admission's ``overhead: {}``).
 """
 
 from __future__ import annotations
@@ -18,10 +24,36 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["TypeCheckError", "TypeReport", "check_object", "schemas"]
+from taintplane.api.quantity_format import canonical_quantity
 
-#: Maps of quantities, which Go reads from JSON strings and numbers alike.
-QUANTITY_MAPS = {"requests", "limits", "capacity", "allocatable", "overhead", "podFixed"}
+__all__ = ["TypeCheckError", "TypeReport", "check_object", "omit_empty", "schemas"]
+
+#: Maps of quantities (string-valued maps by these names), which Go reads from JSON strings
+#: and numbers alike.
+QUANTITY_MAPS = {
+    "requests",
+    "limits",
+    "capacity",
+    "allocatable",
+    "overhead",
+    "podFixed",
+    "allocatedResources",
+    "consumedCapacity",
+}
+#: Struct fields of type resource.Quantity (the schemas flatten them to strings), by struct
+#: and field: True for a pointer (null decodes to nil, left out), False for a value (null
+#: decodes to zero, written "0"). validValues is a list of them.
+QUANTITY_FIELDS = {
+    ("EmptyDirVolumeSource", "sizeLimit"): True,
+    ("ResourceFieldSelector", "divisor"): False,
+    ("DeviceCapacity", "value"): False,
+    ("Counter", "value"): False,
+    ("CapacityRequestPolicy", "default"): True,
+    ("CapacityRequestPolicy", "validValues"): True,
+    ("CapacityRequestPolicyRange", "min"): True,
+    ("CapacityRequestPolicyRange", "max"): True,
+    ("CapacityRequestPolicyRange", "step"): True,
+}
 _MISSING = object()
 _JSON_TYPE = {
     bool: "bool",
@@ -164,6 +196,20 @@ class _Path:
         return _Path(self.go, f"{self.strict}.{name}" if self.strict else name)
 
 
+@cache
+def _struct_info(name: str) -> tuple[str, dict[str, Any], frozenset[str], dict[str, bool]] | None:
+    """A struct's Go name, properties, required fields and quantity fields, looked up once."""
+    schema = schemas()["schemas"].get(name)
+    if schema is None:
+        return None
+    struct = name.rsplit(".", 1)[1]
+    quantities = {
+        field: pointer for (owner, field), pointer in QUANTITY_FIELDS.items() if owner == struct
+    }
+    required = frozenset(schema.get("required") or ())
+    return struct, schema.get("properties") or {}, required, quantities
+
+
 def _check_struct(
     value: dict[str, Any],
     name: str,
@@ -171,12 +217,12 @@ def _check_struct(
     report: TypeReport,
     baseline: Mapping[str, Any] | None = None,
 ) -> None:
-    schema = schemas()["schemas"].get(name)
-    if schema is None:
+    info = _struct_info(name)
+    if info is None:
         return
-    struct = name.rsplit(".", 1)[1]
-    properties: dict[str, Any] = schema.get("properties") or {}
+    struct, properties, required, quantities = info
     unknown: list[str] = []
+    omitted: list[str] = []
     for key, item in report.items(value):
         before = baseline.get(key, _MISSING) if baseline is not None else _MISSING
         if before is not _MISSING and before == item:
@@ -190,6 +236,13 @@ def _check_struct(
                 unknown.append(key)
             continue
         report.note_duplicate(child_path.strict)
+        if quantities and key in quantities:
+            if _quantity_field(value, key, item, pointer=quantities[key]):
+                omitted.append(key)
+                continue
+            item = value[key]
+            if _is_scalar_quantity(item):
+                continue
         _check_value(
             item,
             prop,
@@ -199,9 +252,55 @@ def _check_struct(
             report,
             before if isinstance(before, Mapping) else None,
         )
+        if item is None and _omits_null(key, prop, required):
+            omitted.append(key)
     if report.drop_unknown:
         for key in unknown:
             del value[key]
+    for key in omitted:
+        del value[key]
+
+
+def _omits_null(key: str, prop: dict[str, Any], required: frozenset[str]) -> bool:
+    """Whether Go encodes nothing for a field sent as null: the nil pointer, slice or map,
+    or the zero value omitempty leaves out. Required fields (no omitempty) keep what they
+    have, and so do times: a metav1.Time value encodes its zero as null (pod conditions'
+    lastProbeTime), except creationTimestamp, which 1.35 marks omitzero."""
+    if key in required:
+        return False
+    return key == "creationTimestamp" or prop.get("format") != "date-time"
+
+
+def _quantity_field(value: dict[str, Any], key: str, item: Any, *, pointer: bool) -> bool:
+    """Put a resource.Quantity field (or list of them) in canonical form, in place; True
+    when Go leaves it out (a null pointer, an empty list)."""
+    if item is None:
+        if pointer:
+            return True
+        value[key] = "0"  # a Quantity value decodes null as zero
+    elif isinstance(item, list):
+        if not item:
+            return True
+        for i, entry in enumerate(item):
+            item[i] = _canonical_or_same(entry) if entry is not None else "0"
+    else:
+        value[key] = _canonical_or_same(item)
+    return False
+
+
+def _is_scalar_quantity(item: Any) -> bool:
+    """A JSON string or number: what Go's Quantity decodes (anything else is a type error)."""
+    return isinstance(item, str | int | float) and not isinstance(item, bool)
+
+
+def _canonical_or_same(item: Any) -> Any:
+    """A quantity's canonical form; anything Go would refuse stays as sent, for validation
+    (or the type check) to report."""
+    if _is_scalar_quantity(item):
+        canonical = canonical_quantity(item)
+        if canonical is not None:
+            return canonical
+    return item
 
 
 def _check_value(
@@ -228,20 +327,30 @@ def _check_value(
     if kind == "array":
         if not isinstance(value, list):
             raise _fail(value, struct, path, schema)
+        items = schema.get("items") or {}
         for i, item in enumerate(value):
-            _check_value(item, schema.get("items") or {}, struct, path.index(i), key, report)
+            if item is None:
+                if _is_plain_string(items):
+                    value[i] = ""  # a null element of a []string decodes as ""
+                continue
+            _check_value(item, items, struct, path.index(i), key, report)
     elif kind == "object":
         if not isinstance(value, dict):
             raise _fail(value, struct, path, schema)
         inner = schema.get("additionalProperties")
         if isinstance(inner, dict):
+            quantities = key in QUANTITY_MAPS and _is_plain_string(inner)
             for name, item in report.items(value):
                 report.note_duplicate(path.map_key(name).strict)
-                if (
-                    key in QUANTITY_MAPS
-                    and isinstance(item, int | float)
-                    and not isinstance(item, bool)
-                ):
+                if item is None:
+                    # a map's null value decodes as the element's zero value
+                    if quantities:
+                        value[name] = "0"
+                    elif _is_plain_string(inner):
+                        value[name] = ""
+                    continue
+                if quantities and _is_scalar_quantity(item):
+                    value[name] = _canonical_or_same(item)
                     continue
                 _check_value(item, inner, struct, path.map_key(name), key, report)
     elif (
@@ -251,3 +360,56 @@ def _check_value(
         or (kind == "number" and (isinstance(value, bool) or not isinstance(value, int | float)))
     ):
         raise _fail(value, struct, path, schema)
+
+
+def _is_plain_string(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "string" and "format" not in schema
+
+
+def omit_empty(
+    obj: dict[str, Any], kind_schema: str, baseline: Mapping[str, Any] | None = None
+) -> None:
+    """Remove, in place, the empty maps and lists of optional fields (omitempty), as
+    encoding the Go object for storage does; empty structs stay (a non-nil pointer is
+    encoded). Parts equal to ``baseline`` (the stored object) are skipped."""
+    _omit_in_struct(obj, kind_schema, baseline)
+
+
+def _omit_in_struct(value: dict[str, Any], name: str, baseline: Mapping[str, Any] | None) -> None:
+    info = _struct_info(name)
+    if info is None:
+        return
+    _, properties, required, _ = info
+    empty: list[str] = []
+    for key, item in value.items():
+        if not isinstance(item, dict | list):
+            continue
+        before = baseline.get(key, _MISSING) if baseline is not None else _MISSING
+        if before is not _MISSING and before == item:
+            continue
+        prop = properties.get(key)
+        if prop is None:
+            continue
+        if not item:
+            if key not in required and prop.get("type") in ("object", "array"):
+                empty.append(key)
+            continue
+        _omit_in_value(item, prop, before if isinstance(before, Mapping) else None)
+    for key in empty:
+        del value[key]
+
+
+def _omit_in_value(value: Any, schema: dict[str, Any], baseline: Mapping[str, Any] | None) -> None:
+    ref = _ref(schema)
+    if ref is not None:
+        if isinstance(value, dict):
+            _omit_in_struct(value, ref, baseline)
+        return
+    kind = schema.get("type")
+    inner = schema.get("items") if kind == "array" else schema.get("additionalProperties")
+    if not isinstance(inner, dict) or _ref(inner) is None:
+        return  # only structs hold optional fields
+    items = value if isinstance(value, list) else value.values()
+    for item in items:
+        if isinstance(item, dict):
+            _omit_in_struct(item, _ref(inner) or "", None)
