@@ -82,7 +82,9 @@ def test_valid_tolerations(tolerations):
         pytest.param(
             Toleration("foo", "Exists", "bar", "NoSchedule"),
             [
-                "spec.tolerations[0].operator: Invalid value: \"bar\": value must be empty when `operator` is 'Exists'"
+                'spec.tolerations[0].operator: Invalid value: {"Key":"foo","Operator":"Exists",'
+                '"Value":"bar","Effect":"NoSchedule","TolerationSeconds":null}: '
+                "value must be empty when `operator` is 'Exists'"
             ],
             id="exists-with-value",
         ),

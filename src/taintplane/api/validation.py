@@ -108,7 +108,8 @@ def _validate_toleration(t: Toleration, at: Path, comparison_operators: bool) ->
             errors.append(FieldError.invalid(at.child("operator"), t.value, ";".join(problems)))
     elif t.operator == TolerationOperator.EXISTS:
         if t.value:
-            errors.append(FieldError.invalid(at.child("operator"), t.value, EXISTS_WITH_VALUE))
+            # ValidateTolerations reports the whole toleration here, not its value.
+            errors.append(FieldError.invalid(at.child("operator"), t.go_value(), EXISTS_WITH_VALUE))
     elif t.operator in (TolerationOperator.LT, TolerationOperator.GT):
         if not comparison_operators:
             errors.append(
