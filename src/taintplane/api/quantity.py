@@ -10,7 +10,7 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["QuantityError", "milli_value", "parse_quantity", "value"]
+__all__ = ["QuantityError", "go_parse_error", "milli_value", "parse_quantity", "value"]
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -33,6 +33,26 @@ _FORM = re.compile(
 
 class QuantityError(ValueError):
     pass
+
+
+#: resource.ErrFormatWrong, ErrSuffix: what ParseQuantity (and so decoding) says.
+FORMAT_WRONG = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+SUFFIX_WRONG = "unable to parse quantity's suffix"
+#: parseQuantityString's shape: a number, then suffix letters, then an optional signed integer.
+_GO_SHAPE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eEinumkKMGTP]*[-+]?[0-9]*", re.ASCII)
+
+
+def go_parse_error(text: str) -> str | None:
+    """The error ``resource.ParseQuantity`` returns for ``text``, or None when it parses:
+    a string that is not a number followed by suffix letters is ErrFormatWrong; a suffix
+    that names no unit is ErrSuffix."""
+    if _FORM.fullmatch(text):
+        return None
+    if not _GO_SHAPE.fullmatch(text):
+        return FORMAT_WRONG
+    return SUFFIX_WRONG
 
 
 def parse_quantity(text: str | int | float) -> Decimal:

@@ -24,6 +24,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from taintplane.api.quantity import go_parse_error
 from taintplane.api.quantity_format import canonical_quantity
 
 __all__ = ["TypeCheckError", "TypeReport", "check_object", "omit_empty", "schemas"]
@@ -294,8 +295,14 @@ def _is_scalar_quantity(item: Any) -> bool:
 
 
 def _canonical_or_same(item: Any) -> Any:
-    """A quantity's canonical form; anything Go would refuse stays as sent, for validation
-    (or the type check) to report."""
+    """A quantity's canonical form. A string Go's ParseQuantity refuses fails decoding, as
+    Quantity.UnmarshalJSON does (``quantities must match the regular expression …``);
+    other values it cannot put in canonical form stay as sent, for the type check to report."""
+    if isinstance(item, str):
+        item = item.strip()  # UnmarshalJSON trims the string before parsing it
+        refusal = go_parse_error(item)
+        if refusal is not None:
+            raise TypeCheckError(refusal)
     if _is_scalar_quantity(item):
         canonical = canonical_quantity(item)
         if canonical is not None:
