@@ -7,9 +7,10 @@ callbacks at the clock's current instant (see :mod:`.device_evictions`); a timed
 deletes each pod at its instant — the taint's ``timeAdded`` plus the toleration's seconds,
 which may already be past — with the ``DisruptionTarget`` condition
 (``DeletionByDeviceTaintManager``) and ``DeviceTaintManagerEviction`` events, and updates rule
-status (see :mod:`.devicetaintrule_status`): at once when a rule appears or a pod is found
-to evict because of it, then at most every 10 s, and 10 s after each eviction it caused. For
-a rule with effect ``None`` the condition reports, once, what ``NoExecute`` would do.
+status (see :mod:`.devicetaintrule_status`): at once when a rule appears, when its spec
+changes or when a pod is found to evict because of it, then at most every 10 s, and 10 s
+after each eviction it caused. For a rule with effect ``None`` the condition reports, once
+per spec, what ``NoExecute`` would do.
 """
 
 from __future__ import annotations
@@ -182,8 +183,6 @@ class DeviceTaintEvictionController:
         self.delete_pod_at.pop(_pod_item(pod), None)  # gone: no event
 
     def _rule_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        if old is None and new is not None:
-            self._enqueue(self.status.item(new), self.clock.now())  # report at least once
         if new is None:
             assert old is not None
             self.evicted.pop(str(old["metadata"].get("uid", "")), None)
@@ -196,7 +195,12 @@ class DeviceTaintEvictionController:
             and old["metadata"].get("uid") == new["metadata"].get("uid")
             and old.get("spec") == new.get("spec")
         ):
-            return
+            return  # e.g. our own status update
+        if new is not None:
+            # A new rule, or a new generation of one: its condition describes an older spec
+            # (the API promises an update for each change to the spec, and `kubectl wait`
+            # ignores a condition whose observedGeneration is not the current one).
+            self._enqueue(self.status.item(new), self.clock.now())
         for key, state in list(self.claim_states.items()):
             eviction = self._claim_eviction(state.claim)
             self.claim_states[key] = ClaimState(state.claim, eviction)

@@ -8,13 +8,13 @@ NoExecute   pods still to evict      True      ``PodsPendingEviction``
 NoExecute   none left, some evicted  False     ``Completed``
 NoExecute   none ever                False     ``NotStarted``
 None        (what NoExecute would    False     ``NoEffect``: devices, pods and namespaces,
-            do, reported once)                 computed once per rule instance
+            do, reported once)                 computed once per generation of the spec
 other       —                        False     ``OtherEffect``
 ==========  =======================  ========  =========================================
 
 Every message ends with how many pods the rule evicted since the controller started, when
 any. The condition is rewritten at most every :data:`STATUS_PERIOD` while the rule's
-generation stays the same.
+generation stays the same, and at once for a new generation.
 """
 
 from __future__ import annotations
