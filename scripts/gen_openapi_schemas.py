@@ -6,6 +6,13 @@ script turns the types our kinds reach into OpenAPI v3 component schemas, adding
 strategic-merge extensions the client does not carry (from taintplane.apiserver.patch), so
 ``kubectl apply`` can compute patches and ``kubectl explain`` can describe fields.
 
+The client drops texts kube-apiserver serves: type descriptions, the descriptions of fields
+that refer to another type, paragraph breaks (it flattens "\n\n" to "  ") and the
+"Possible enum values" suffix (with the ``enum`` list) of fields whose Go type is +enum.
+``openapi_descriptions.json`` beside this script holds those texts as Kubernetes 1.35's
+OpenAPI carries them (extracted once from published copies of that OpenAPI, committed so
+this runs offline); they take precedence over the client's.
+
 Run: .venv/bin/python scripts/gen_openapi_schemas.py   (needs kubernetes==35.*, a dev extra)
 """
 
@@ -25,6 +32,7 @@ from taintplane.api.scheme import SCHEME
 from taintplane.apiserver.patch import MERGE_KEYS, MERGE_PRIMITIVE_LISTS
 
 OUT = Path(__file__).resolve().parents[1] / "src/taintplane/apiserver/openapi_schemas.json"
+DESCRIPTIONS = Path(__file__).resolve().with_name("openapi_descriptions.json")
 
 META_TYPES = {
     "ObjectMeta",
@@ -39,7 +47,10 @@ META_TYPES = {
     "StatusCause",
     "DeleteOptions",
     "Preconditions",
+    "FieldSelectorRequirement",
 }
+# core/v1 types that only other groups reach (the client names them without a package).
+CORE_TYPES = {"PodTemplateSpec"}
 PRIMITIVES = {
     "str": {"type": "string"},
     "int": {"type": "integer", "format": "int64"},
@@ -50,21 +61,6 @@ PRIMITIVES = {
     "object": {},
 }
 # "V1Toleration", "V1alpha3DeviceTaintRule", or with a package prefix: "CoreV1ResourceClaim".
-# Enumerations the client's descriptions leave out (Kubernetes marks these types +enum;
-# upstream lists the values sorted).
-ENUMS = {
-    ("Taint", "effect"): ["NoExecute", "NoSchedule", "PreferNoSchedule"],
-    ("Toleration", "effect"): ["NoExecute", "NoSchedule", "PreferNoSchedule"],
-    ("Toleration", "operator"): ["Equal", "Exists", "Gt", "Lt"],
-    ("DeviceTaint", "effect"): ["NoExecute", "NoSchedule", "None"],
-    ("DeviceToleration", "effect"): ["NoExecute", "NoSchedule", "None"],
-    ("DeviceToleration", "operator"): ["Equal", "Exists"],
-    ("PodSpec", "restartPolicy"): ["Always", "Never", "OnFailure"],
-    ("PodSpec", "dnsPolicy"): ["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"],
-    ("PodStatus", "phase"): ["Failed", "Pending", "Running", "Succeeded", "Unknown"],
-    ("Container", "imagePullPolicy"): ["Always", "IfNotPresent", "Never"],
-    ("NamespaceStatus", "phase"): ["Active", "Terminating"],
-}
 _CLASS = re.compile(r"^([A-Z][a-z]+)?(V\d+(?:alpha\d+|beta\d+)?)([A-Z]\w*)$")
 
 
@@ -83,9 +79,10 @@ def required(cls: type, attr: str) -> bool:
 
 
 class Generator:
-    def __init__(self) -> None:
+    def __init__(self, upstream: dict[str, Any]) -> None:
         self.schemas: dict[str, Any] = {}
         self.names: dict[str, str] = {}
+        self.upstream = upstream
 
     def schema_name(self, class_name: str, group: str) -> str:
         match = _CLASS.match(class_name)
@@ -96,6 +93,8 @@ class Generator:
             return f"io.k8s.api.{package_prefix.lower()}.{version}.{kind}"
         if kind in META_TYPES and version == "v1":
             return f"io.k8s.apimachinery.pkg.apis.meta.v1.{kind}"
+        if kind in CORE_TYPES and version == "v1":
+            return f"io.k8s.api.core.v1.{kind}"
         package = (
             (group.split(".")[0] if group else "core")
             if group != "rbac.authorization.k8s.io"
@@ -126,21 +125,25 @@ class Generator:
         name = self.schema_name(class_name, group)
         self.names[class_name] = name
         cls = getattr(models, class_name)
+        upstream = self.upstream.get(name, {})
+        upstream_fields = upstream.get("properties", {})
         properties: dict[str, Any] = {}
         needed: list[str] = []
         for attr, spec in cls.openapi_types.items():
             json_name = cls.attribute_map[attr]
             prop = self.type_schema(spec, group, json_name)
-            text = description(cls, attr)
+            field = upstream_fields.get(json_name, {})
+            text = field.get("description") or description(cls, attr)
             if text:
                 prop["description"] = text
-            enum = ENUMS.get((name.rsplit(".", 1)[1], json_name))
-            if enum and prop.get("type") == "string":
-                prop["enum"] = enum
+            if "enum" in field and prop.get("type") == "string":
+                prop["enum"] = field["enum"]
             properties[json_name] = prop
             if required(cls, attr):
                 needed.append(json_name)
         schema: dict[str, Any] = {"type": "object", "properties": properties}
+        if "description" in upstream:
+            schema["description"] = upstream["description"]
         if needed:
             schema["required"] = needed
         self.schemas[name] = schema
@@ -154,7 +157,7 @@ def main() -> int:
             file=sys.stderr,
         )
         return 1
-    generator = Generator()
+    generator = Generator(json.loads(DESCRIPTIONS.read_text())["schemas"])
     kinds: dict[str, str] = {}
     for rt in SCHEME:
         prefix = rt.version[0].upper() + rt.version[1:]
