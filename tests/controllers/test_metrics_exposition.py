@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from taintplane.sim.cluster import running_cluster
+from tests.client.test_workqueue_metrics import EXPECTED_HELP as WORKQUEUE_HELP
 
 EXPECTED_HELP = {
     # pkg/controller/tainteviction/metrics/metrics.go
@@ -37,6 +38,10 @@ EXPECTED_HELP = {
     "forcefully deleted since the Pod GC Controller started.",
     "pod_gc_collector_force_delete_pod_errors_total": "[ALPHA] Number of errors encountered "
     "when forcefully deleting the pods since the Pod GC Controller started.",
+    # staging/src/k8s.io/apiserver/pkg/storage/etcd3/metrics/metrics.go
+    "apiserver_resource_objects": "[ALPHA] Number of stored objects at the time of last check "
+    "split by kind. In case of a fetching error, the value will be -1.",
+    **WORKQUEUE_HELP,
 }
 
 

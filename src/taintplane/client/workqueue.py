@@ -9,6 +9,8 @@ a per-key exponential delay (reset by ``forget``, 5 ms doubling up to 1000 s) an
 token from one bucket the whole queue shares (10 a second, 100 at most). A key that keeps being
 retried after every successful sync (forgotten each time) is so held at 10 syncs a second
 instead of one every 5 ms.
+
+Each named queue keeps client-go's ``workqueue_*`` metrics (:mod:`.queue_metrics`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 
+from taintplane.client.queue_metrics import QueueMetrics
 from taintplane.clock import Clock
 
 __all__ = ["TokenBucket", "WorkQueue"]
@@ -69,20 +72,27 @@ class WorkQueue:
         self._max_delay = max_delay
         self._bucket = TokenBucket(clock, qps=qps, burst=burst)
         self._timers: set[asyncio.Task[None]] = set()
+        self.metrics = QueueMetrics(clock, name)
 
     def __len__(self) -> int:
         return len(self._queue)
 
     def add(self, key: str) -> None:
+        if key in self._queued or key in self._dirty:
+            return
+        self.metrics.add(key)
         if key in self._processing:
             self._dirty.add(key)
             return
-        if key not in self._queued:
-            self._queued.add(key)
-            self._queue.append(key)
-            self._ready.set()
+        self._push(key)
+
+    def _push(self, key: str) -> None:
+        self._queued.add(key)
+        self._queue.append(key)
+        self._ready.set()
 
     def add_after(self, key: str, seconds: float) -> None:
+        self.metrics.retry()
         if seconds <= 0:
             self.add(key)
             return
@@ -113,14 +123,17 @@ class WorkQueue:
             await self._ready.wait()
         key = self._queue.popleft()
         self._queued.discard(key)
+        self.metrics.get(key)
         self._processing.add(key)
         return key
 
     def done(self, key: str) -> None:
+        self.metrics.done(key)
         self._processing.discard(key)
         if key in self._dirty:
+            # Counted as added when it was added during processing; it only waits now.
             self._dirty.discard(key)
-            self.add(key)
+            self._push(key)
 
     async def run(self, sync: Callable[[str], Awaitable[None]]) -> None:
         """Process keys one at a time until cancelled; a sync that raises is retried."""

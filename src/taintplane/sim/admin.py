@@ -4,23 +4,29 @@
 simulated nodes (``/taintplane/v1/nodes/NAME/stop|start|condition``, and ``zones/ZONE/...``
 for partitions), the health of simulated DRA devices
 (``/taintplane/v1/devices/DRIVER/POOL/DEVICE/health``), and ``/metrics`` in the Prometheus
-text format. They are what ``taintplane clock``, ``taintplane node`` and ``taintplane device``
-call.
+text format (kube-apiserver's and kube-controller-manager's families on one page, sorted by
+name as the Go client gathers them). They are what ``taintplane clock``, ``taintplane node``
+and ``taintplane device`` call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from taintplane.admission.policy import who_can_land
 from taintplane.agents.dra_driver import UnknownDeviceError
 from taintplane.agents.kubelet import UnknownNodeError
 from taintplane.api.decoding import format_time
+from taintplane.apiserver.metrics import count_resource_objects
 from taintplane.apiserver.status import APIError
+from taintplane.client.queue_metrics import WorkQueueCollector, queue_metrics_of
 from taintplane.clock import VirtualClock
 from taintplane.controllers.stability import WithoutCreated
 
@@ -32,6 +38,14 @@ __all__ = ["ADMIN_PREFIX", "AdminApp"]
 ADMIN_PREFIX = "/taintplane/v1/"
 CONDITION_TYPES = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
 CONDITION_STATUSES = ("True", "False", "Unknown")
+#: The kubelets answer to the process that runs them; a split `taintplane agents` has no
+#: endpoint of its own, so the API server cannot reach its nodes.
+NO_SIMULATED_NODES = (
+    "this API server runs no simulated nodes: `taintplane node` and `taintplane device` act "
+    "on the nodes of `taintplane up` only, not on those of a separate `taintplane agents` "
+    "process; in a split deployment, stop that process to stop its nodes (one `agents` per "
+    "pool or zone stops them apart), or run `taintplane up` for fault injection"
+)
 
 
 class _Refused(Exception):
@@ -72,8 +86,15 @@ class AdminApp:
             await _json(send, 400, {"error": "the request body is not JSON"})
 
     async def _metrics(self, send: Send) -> None:
+        collectors: list[Collector] = []
+        apiserver = self.cluster.apiserver
+        if apiserver is not None:
+            collectors.append(await count_resource_objects(apiserver.store, apiserver.scheme))
         manager = self.cluster.controller_manager
-        text = generate_latest(WithoutCreated(manager.registry)) if manager is not None else b""
+        if manager is not None:
+            queues = queue_metrics_of(manager.controllers.values())
+            collectors += [WithoutCreated(manager.registry), WorkQueueCollector(queues)]
+        text = generate_latest(_ByName(collectors))
         await send(
             {
                 "type": "http.response.start",
@@ -135,7 +156,7 @@ class AdminApp:
     ) -> dict[str, Any]:
         kubelets = self.cluster.kubelets
         if kubelets is None:
-            raise _Refused(409, "this cluster runs no simulated nodes (the agents component)")
+            raise _Refused(409, NO_SIMULATED_NODES)
         names = kubelets.zone_nodes(name) if kind == "zones" else [name]
         if kind == "zones" and not names:
             raise _Refused(404, f"no simulated node is in zone {name!r}")
@@ -167,7 +188,7 @@ class AdminApp:
     ) -> dict[str, Any]:
         kubelets = self.cluster.kubelets
         if kubelets is None:
-            raise _Refused(409, "this cluster runs no simulated nodes (the agents component)")
+            raise _Refused(409, NO_SIMULATED_NODES)
         health, effect = payload.get("health"), payload.get("effect")
         try:
             published = await kubelets.dra.set_health(
@@ -187,6 +208,15 @@ class AdminApp:
             "taints": found[0].get("taints", []) if found else [],
             **self._clock_state(),
         }
+
+
+class _ByName(Collector):
+    def __init__(self, collectors: list[Collector]) -> None:
+        self.collectors = collectors
+
+    def collect(self) -> Iterator[Metric]:
+        families = [family for collector in self.collectors for family in collector.collect()]
+        return iter(sorted(families, key=lambda family: family.name))
 
 
 async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
