@@ -14,16 +14,23 @@ recipe in one step.
 Other namespaces are kept off by the taint; that they cannot simply tolerate it is the
 cluster's PodTolerationRestriction whitelist (``--admission-config``): see
 ``taintplane policy who-can-land NODE``.
+
+As ``kubectl taint`` does, every node is read (and the namespace name checked) before anything
+is written, so a misspelt name changes nothing; a write failing after others succeeded is
+reported with what was changed and the kubectl commands that undo it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass, field
+from typing import Any
 
 import click
 
-from taintplane.cli.admin import admin_call, kubeconfig_option
+from taintplane.api.dra_validation import is_dns1123_label
+from taintplane.cli.admin import admin_call, kubeconfig_option, talking_to
 from taintplane.cli.kubeconfig import load_target
 from taintplane.client import ApiError, Client, HTTPTransport, resource
 
@@ -53,9 +60,42 @@ def namespace_annotations(namespace: str, effect: str) -> dict[str, str]:
     }
 
 
-async def _dedicate_node(client: Client, name: str, namespace: str, effect: str) -> list[str]:
+@dataclass
+class _Undo:
+    """What the command changed so far, as the kubectl commands that put it back."""
+
+    commands: list[str] = field(default_factory=list)
+    evicting: bool = False
+
+    def node(self, name: str, old: dict[str, Any]) -> None:
+        taints = [t for t in (old.get("spec") or {}).get("taints") or [] if t.get("key") == KEY]
+        self.commands.append(f"kubectl taint nodes {name} {KEY}-")
+        for taint in taints:
+            value = f"={taint['value']}" if taint.get("value") else ""
+            self.commands.append(f"kubectl taint nodes {name} {KEY}{value}:{taint['effect']}")
+        label = ((old.get("metadata") or {}).get("labels") or {}).get(KEY)
+        self.commands.append(
+            f"kubectl label nodes {name} {KEY}={label} --overwrite"
+            if label is not None
+            else f"kubectl label nodes {name} {KEY}-"
+        )
+
+    def text(self) -> str:
+        lost = " (pods the NoExecute taint evicted are gone)" if self.evicting else ""
+        return (
+            "; the changes printed above were kept"
+            + lost
+            + ", undo them with: "
+            + " && ".join(self.commands)
+        )
+
+
+async def _dedicate_node(
+    client: Client, node: dict[str, Any], namespace: str, effect: str
+) -> dict[str, Any]:
+    """Taints and labels ``node`` (as read, re-read on conflicts); returns it as it was."""
+    name = node["metadata"]["name"]
     for _ in range(5):
-        node = await client.get(NODES, name)
         taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != KEY]
         taints.append({"key": KEY, "value": namespace, "effect": effect})
         patch = {
@@ -69,31 +109,37 @@ async def _dedicate_node(client: Client, name: str, namespace: str, effect: str)
             await client.patch(NODES, name, patch)
         except ApiError as error:
             if error.code == 409:
+                node = await client.get(NODES, name)
                 continue
             raise
-        return [
-            f"node/{name} tainted {KEY}={namespace}:{effect}",
-            f"node/{name} labeled {KEY}={namespace}",
-        ]
+        return node
     raise click.ClickException(f"node/{name} kept changing under us; try again")
 
 
-async def _dedicate_namespace(client: Client, namespace: str, effect: str) -> list[str]:
+async def _dedicate_namespace(client: Client, namespace: str, effect: str, undo: _Undo) -> None:
     annotations = namespace_annotations(namespace, effect)
-    lines = []
     try:
         await client.get(NAMESPACES, namespace)
     except ApiError as error:
         if error.code != 404:
             raise
         await client.create(NAMESPACES, {"metadata": {"name": namespace}})
-        lines.append(f"namespace/{namespace} created")
+        undo.commands.append(f"kubectl delete namespace {namespace}")
+        click.echo(f"namespace/{namespace} created")
     await client.patch(NAMESPACES, namespace, {"metadata": {"annotations": annotations}})
-    lines.append(
+    click.echo(
         f"namespace/{namespace} annotated: default toleration {KEY}={namespace}:{effect}, "
         f"tolerations whitelist, node selector {KEY}={namespace}"
     )
-    return lines
+
+
+def _check_namespace_name(namespace: str) -> None:
+    """The API server's refusal of the name, before any node is touched."""
+    problems = is_dns1123_label(namespace)
+    if problems:
+        errors = [f'metadata.name: Invalid value: "{namespace}": {p}' for p in problems]
+        listed = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+        raise click.ClickException(f'The Namespace "{namespace}" is invalid: {listed}')
 
 
 @click.group("dedicate")
@@ -115,46 +161,72 @@ def dedicate_nodes_command(
     names: tuple[str, ...], namespace: str, evict: bool, kubeconfig: str | None
 ) -> None:
     """Taint and label NAMES for NAMESPACE, and make its pods tolerate and select them."""
+    _check_namespace_name(namespace)
     target = load_target(kubeconfig)
     effect = "NoExecute" if evict else "NoSchedule"
+    undo = _Undo(evicting=evict)
 
-    async def run() -> list[str]:
+    async def run() -> None:
         transport = HTTPTransport(target.server, token=target.token, verify=target.verify)
         client = Client(transport, field_manager="taintplane-dedicate")
         try:
-            lines = []
-            for name in names:
-                lines += await _dedicate_node(client, name, namespace, effect)
-            return lines + await _dedicate_namespace(client, namespace, effect)
+            nodes = [await client.get(NODES, name) for name in dict.fromkeys(names)]
+            for node in nodes:
+                name = node["metadata"]["name"]
+                old = await _dedicate_node(client, node, namespace, effect)
+                undo.node(name, old)
+                click.echo(f"node/{name} tainted {KEY}={namespace}:{effect}")
+                click.echo(f"node/{name} labeled {KEY}={namespace}")
+            await _dedicate_namespace(client, namespace, effect, undo)
         finally:
             await transport.close()
 
     try:
-        lines = asyncio.run(run())
-    except ApiError as error:
-        raise click.ClickException(f"{error} (from {target.server})") from error
-    for line in lines:
-        click.echo(line)
-    _warn_if_open(kubeconfig, names[0], namespace)
+        with talking_to(target):
+            asyncio.run(run())
+    except click.ClickException as error:
+        if not undo.commands:
+            raise
+        raise click.ClickException(error.message + undo.text()) from error
+    _warn_if_open(kubeconfig, names[0], namespace, evict)
 
 
-def _warn_if_open(kubeconfig: str | None, node: str, namespace: str) -> None:
+def _warn_if_open(kubeconfig: str | None, node: str, namespace: str, evict: bool) -> None:
     """The taint alone keeps nobody out who may add the toleration: say which namespaces still
-    can, as ``taintplane policy who-can-land`` sees it."""
+    can, as ``taintplane policy who-can-land`` sees it, and only the advice that applies."""
     try:
         report = admin_call(kubeconfig, "GET", f"policy/who-can-land/{node}")
     except click.ClickException:
         return  # not a taintplane server with the policy endpoint: nothing to add
-    others = sorted(
-        row["namespace"]
+    others = [
+        row
         for row in report.get("namespaces", [])
         if row["namespace"] != namespace and (row["scheduled"] or row["direct"])
+    ]
+    if not others:
+        return
+    tolerating = [row for row in others if row["scheduled"]]
+    # Only a NoSchedule taint lets spec.nodeName through (the kubelet refuses NoExecute only).
+    bypassing = [] if evict else [row for row in others if row["direct"]]
+    ways, fixes = [], []
+    if tolerating:
+        ways.append("add the toleration")
+        for scope, fix in (
+            (
+                "(any toleration allowed)",
+                "enable PodTolerationRestriction with a cluster whitelist",
+            ),
+            ("(cluster whitelist)", "narrow the cluster whitelist"),
+            ("(namespace whitelist)", "narrow their namespaces' tolerationsWhitelist"),
+        ):
+            if any(scope in row["why"] for row in tolerating):
+                fixes.append(fix)
+    if bypassing:
+        ways.append("set spec.nodeName past a NoSchedule taint")
+        fixes.append("use --evict")
+    names = ", ".join(sorted(row["namespace"] for row in others))
+    click.echo(
+        f"warning: pods of {names} can still land on {node} (they may {', or '.join(ways)}); "
+        f"{' and '.join(fixes)} — see `taintplane policy who-can-land {node}`",
+        err=True,
     )
-    if others:
-        click.echo(
-            f"warning: pods of {', '.join(others)} can still land on {node} (they may add the "
-            "toleration, or set spec.nodeName past a NoSchedule taint); enable "
-            "PodTolerationRestriction with a cluster whitelist and use --evict — see "
-            f"`taintplane policy who-can-land {node}`",
-            err=True,
-        )

@@ -17,9 +17,10 @@ import click
 from taintplane.api.nodeaffinity import requirement_matches, term_matches
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.tolerations import TaintFilter, find_untolerated_taint
+from taintplane.cli.admin import talking_to
 from taintplane.cli.kubeconfig import load_target
 from taintplane.cli.text import columns
-from taintplane.client import ApiError, Client, HTTPTransport, resource
+from taintplane.client import Client, HTTPTransport, resource
 from taintplane.clock import RealClock
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
@@ -243,8 +244,6 @@ def explain_pod_command(
         finally:
             await transport.close()
 
-    try:
+    with talking_to(target):
         report = asyncio.run(run())
-    except ApiError as error:
-        raise click.ClickException(f"{error} (from {target.server})") from error
     click.echo(json.dumps(report, indent=2) if output == "json" else _table(report))

@@ -30,14 +30,15 @@ from typing import Any
 import click
 
 from taintplane.api import names
-from taintplane.api.device_taints import DeviceTaint
-from taintplane.cli.admin import kubeconfig_option
+from taintplane.api.device_taints import DeviceTaint, DeviceTaintSelector
+from taintplane.cli.admin import kubeconfig_option, talking_to
 from taintplane.cli.kubeconfig import load_target
 from taintplane.client import ApiError, Client, HTTPTransport, resource
 
 __all__ = ["Selection", "parse_device_taint", "rule_name", "taint_group"]
 
 RULES = resource("resource.k8s.io", "v1alpha3", "devicetaintrules")
+SLICES = resource("resource.k8s.io", "v1", "resourceslices")
 KIND = "devicetaintrule.resource.k8s.io"
 EFFECTS = ("None", "NoSchedule", "NoExecute")
 _WORDING = names.Wording.KUBECTL_1_32
@@ -116,6 +117,35 @@ class _Tainter:
         self.overwrite = overwrite
         self.dry_run = dry_run
         self.yes = yes
+        self.checked: set[Selection] = set()
+
+    async def warn_if_unpublished(self, selection: Selection) -> None:
+        """A rule selecting no device is valid — it taints matching devices once a driver
+        publishes them — but is more often a misspelt name: say so, once per selection."""
+        if selection in self.checked:
+            return
+        self.checked.add(selection)
+        selector = DeviceTaintSelector(selection.driver, selection.pool, selection.device)
+        try:
+            slices, _ = await self.client.list(SLICES)
+        except ApiError:
+            return  # a user who may not list ResourceSlices: the rule stands, unchecked
+        for published in slices:
+            spec = published.get("spec") or {}
+            driver, pool = (
+                str(spec.get("driver", "")),
+                str((spec.get("pool") or {}).get("name", "")),
+            )
+            for device in spec.get("devices") or []:
+                if selector.matches(driver, pool, str(device.get("name", ""))):
+                    return
+        searched = ", ".join(f'{k} "{v}"' for k, v in selection.selector().items())
+        click.echo(
+            f"warning: no device published in a ResourceSlice matches {searched} now; the "
+            "rule applies to matching devices published later (`kubectl get resourceslices` "
+            "lists the published ones)",
+            err=True,
+        )
 
     async def _get(self, name: str) -> dict[str, Any] | None:
         try:
@@ -153,6 +183,8 @@ class _Tainter:
             if selection is not None:
                 click.echo(f"{KIND}/{name} configured")
             click.echo(f"{target} modified")
+            if selection is not None:
+                await self.warn_if_unpublished(selection)
             return
         assert selection is not None
         effect = "None" if self.dry_run else taint.effect
@@ -169,7 +201,9 @@ class _Tainter:
         if not self.dry_run:
             click.echo(f"{KIND}/{name} created")
             click.echo(f"{target} tainted")
+            await self.warn_if_unpublished(selection)
             return
+        await self.warn_if_unpublished(selection)
         click.echo(f"{KIND}/{name} created with effect None (dry run)")
         click.echo(await self._report(created))
         if taint.effect == "None":
@@ -294,7 +328,5 @@ def taint_devices_command(
         finally:
             await transport.close()
 
-    try:
+    with talking_to(target):
         asyncio.run(run())
-    except ApiError as error:
-        raise click.ClickException(f"{error} (from {target.server})") from error
