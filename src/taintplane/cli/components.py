@@ -23,9 +23,9 @@ from taintplane.cli.kubeconfig import load_target
 from taintplane.client import Client, HTTPTransport
 from taintplane.client.client import COMPONENT_FIELD_MANAGERS
 from taintplane.client.leaderelection import LeaderElector
-from taintplane.clock import RealClock
+from taintplane.clock import Clock, RealClock
 
-__all__ = ["agents_command", "controller_manager_command", "scheduler_command"]
+__all__ = ["agents_command", "controller_manager_command", "lead", "scheduler_command"]
 
 
 def _run(kubeconfig: str | None, what: str, build: Callable[[Client], Awaitable[None]]) -> None:
@@ -64,14 +64,26 @@ leader_elect_option = click.option(
 )
 
 
-async def _lead(
-    client: Client, lease: str, leader_elect: bool, work: Callable[[], Coroutine[Any, Any, None]]
+async def lead(
+    client: Client,
+    lease: str,
+    leader_elect: bool,
+    work: Callable[[], Coroutine[Any, Any, None]],
+    clock: Clock,
 ) -> None:
     if not leader_elect:
         await work()
         return
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
-    await LeaderElector(client, RealClock(), name=lease, identity=identity).run(work)
+    elector = LeaderElector(client, clock, name=lease, identity=identity)
+    await elector.run(work)
+    if elector.lost:
+        # As upstream's OnStoppedLeading: another copy may lead by now, so this one must not
+        # go on working; it exits, for whoever supervises it to start it again.
+        raise click.ClickException(
+            f"leaderelection lost: the lease kube-system/{lease} could not be renewed within "
+            f"{elector.renew_deadline:g}s (is the API server up?); start this component again"
+        )
 
 
 @click.command("scheduler")
@@ -82,8 +94,9 @@ def scheduler_command(kubeconfig: str | None, leader_elect: bool) -> None:
     from taintplane.scheduler.scheduler import Scheduler
 
     async def run(client: Client) -> None:
-        await _lead(
-            client, "kube-scheduler", leader_elect, lambda: Scheduler(client, RealClock()).run()
+        clock = RealClock()
+        await lead(
+            client, "kube-scheduler", leader_elect, lambda: Scheduler(client, clock).run(), clock
         )
 
     _run(kubeconfig, "scheduler", run)
@@ -121,8 +134,9 @@ def controller_manager_command(
         )
 
     async def run(client: Client) -> None:
-        manager = ControllerManager(client, RealClock(), ControllerConfig(controllers=names))
-        await _lead(client, "kube-controller-manager", leader_elect, manager.run)
+        clock = RealClock()
+        manager = ControllerManager(client, clock, ControllerConfig(controllers=names))
+        await lead(client, "kube-controller-manager", leader_elect, manager.run, clock)
 
     _run(kubeconfig, "controller-manager", run)
 

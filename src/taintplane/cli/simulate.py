@@ -53,6 +53,8 @@ def simulate_command(scenario: Path, report: Path | None, output: str, feature_g
         played = load_scenario(scenario)
     except ScenarioError as error:
         raise click.ClickException(str(error)) from error
+    if report is not None:
+        _check_writable(report)
     result = asyncio.run(
         run_scenario(played, features=features, progress=_progress_bar(played.until))
     )
@@ -67,6 +69,19 @@ def simulate_command(scenario: Path, report: Path | None, output: str, feature_g
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
         click.echo(render_text(result, report))
+
+
+def _check_writable(report: Path) -> None:
+    """Before minutes of simulation, not after: opened for appending, so an existing report
+    is kept until the new one replaces it, and a file made only for this check is removed."""
+    existed = report.exists()
+    try:
+        with report.open("a"):
+            pass
+    except OSError as error:
+        raise click.ClickException(f"cannot write {report}: {error.strerror or error}") from error
+    if not existed:
+        report.unlink()
 
 
 def _progress_bar(total: float) -> Callable[[float, float], None] | None:

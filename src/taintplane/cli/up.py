@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import signal
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ from taintplane import runtime
 from taintplane.agents.nodes import NodeShape
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
 from taintplane.apiserver.auth.tokens import TokenFileError
+from taintplane.cli.data_dir import DataDirInUseError, DataDirLock, save_instant, virtual_clock
 from taintplane.cli.up_options import (
     ADMISSION_KEY,
     admission_options,
@@ -49,6 +51,8 @@ def _run(
         features = FeatureGates.parse(feature_gates)
     except (ValueError, UnknownFeatureGateError) as error:
         raise click.UsageError(f"--feature-gates: {error}") from error
+    if auth_tokens is not None:
+        _check_token_file(auth_tokens)
     config = ClusterConfig(
         data_dir=data_dir,
         port=port,
@@ -62,7 +66,35 @@ def _run(
         admission=click.get_current_context().meta.get(ADMISSION_KEY),
         auth_tokens=auth_tokens,
     )
-    cluster = Cluster(config, clock)
+    # One cluster per data dir: a second would share the store, overwrite the kubeconfig and
+    # register kubelets over the first one's nodes.
+    lock = DataDirLock(data_dir)
+    try:
+        lock.acquire()
+    except DataDirInUseError as error:
+        raise click.ClickException(str(error)) from error
+    except OSError as error:
+        raise click.ClickException(f"cannot use --data-dir {data_dir}: {error}") from error
+    try:
+        _serve(Cluster(config, clock), lock, what, started)
+    finally:
+        lock.release()
+
+
+def _check_token_file(path: Path) -> None:
+    """As kube-apiserver's --token-auth-file (tokenfile.NewCSV): a file that cannot be read
+    stops the start, rather than serving with only a generated admin token."""
+    try:
+        path.open().close()
+    except OSError as error:
+        raise click.UsageError(
+            f"--auth: cannot read {path}: {error.strerror}; create it with a line per user, "
+            'token,user,uid[,"group1,group2"] (see the README)'
+        ) from error
+
+
+def _serve(cluster: Cluster, lock: DataDirLock, what: str, started: float) -> None:
+    port = cluster.config.port
     try:
         cluster.bind()
     except OSError as error:
@@ -74,6 +106,7 @@ def _run(
         raise click.ClickException(
             f"cannot listen on 127.0.0.1:{port}: {error.strerror}"
         ) from error
+    lock.describe(f"pid {os.getpid()}, serving {cluster.url}")
 
     async def main() -> None:
         try:
@@ -96,6 +129,10 @@ def _run(
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a user stops it
         runtime.run(main(), virtual_time=isinstance(cluster.clock, VirtualClock))
+    if isinstance(cluster.clock, VirtualClock):
+        # The next start on this data dir must not begin before what this run stamped objects
+        # with (advances were recorded already; this is the instant at the very end).
+        save_instant(cluster.config.data_dir, cluster.clock.now())
     click.echo("taintplane stopped")
 
 
@@ -106,7 +143,7 @@ def _run(
     "node_count",
     type=click.IntRange(0, 100_000),
     default=None,
-    help="Simulated nodes node-1..node-N (default 3; ignored with --cluster).",
+    help="Simulated nodes node-1..node-N (default 3; not with --cluster).",
 )
 @click.option(
     "--cluster",
@@ -155,11 +192,10 @@ def up_command(
             raise click.UsageError(f"--cluster: {error}") from error
     else:
         nodes = default_nodes(3 if node_count is None else node_count)
-    # A virtual clock starts at the wall-clock second the cluster starts, then stands still.
+    # A virtual clock starts where the last run on this data dir left it (or at the wall-clock
+    # second the cluster starts, if later), then stands still.
     clock: Clock = (
-        VirtualClock(RealClock().now().replace(microsecond=0))
-        if clock_kind == "virtual"
-        else RealClock()
+        virtual_clock(data_dir, RealClock().now()) if clock_kind == "virtual" else RealClock()
     )
     _run(
         data_dir,

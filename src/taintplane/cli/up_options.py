@@ -61,7 +61,7 @@ def server_options(function: click.decorators.FC) -> click.decorators.FC:
             type=click.Path(dir_okay=False, path_type=Path),
             default=None,
             metavar="TOKENS_FILE",
-            help="Serve HTTPS with static bearer tokens from this file "
+            help="Serve HTTPS with static bearer tokens from this existing file "
             "(kube-apiserver's --token-auth-file format) and RBAC; a system:masters "
             "token is added to it if it has none.",
         ),

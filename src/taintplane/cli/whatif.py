@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -145,7 +146,20 @@ def what_if_taint_command(
     if output == "json":
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
-        click.echo(render_text(report))
+        click.echo(
+            render_text(
+                report, taint_command(args, selector, all_nodes=all_nodes, overwrite=overwrite)
+            )
+        )
+
+
+def taint_command(args: tuple[str, ...], selector: str, *, all_nodes: bool, overwrite: bool) -> str:
+    """The kubectl taint command the question is about, as given: a reader can run it."""
+    words = ["kubectl", "taint", *args]
+    words += ["-l", selector] if selector else []
+    words += ["--all"] if all_nodes else []
+    words += ["--overwrite"] if overwrite else []
+    return shlex.join(words)
 
 
 def _progress_bar(window: float) -> Callable[[float, float], None] | None:
@@ -216,17 +230,23 @@ def _offset(report: WhatIfReport, moment: datetime | None) -> str:
     return "-" if moment is None else "+" + format_duration(report.offset(moment))
 
 
-def render_text(report: WhatIfReport) -> str:
+def render_text(report: WhatIfReport, command: str | None = None) -> str:
     plan = report.plan
-    changes = [t.to_string() for t in plan.changes.add] + [
-        t.to_string() + "-" for t in plan.changes.remove
-    ]
+    if command is None:
+        changes = [t.to_string() for t in plan.changes.add] + [
+            t.to_string() + "-" for t in plan.changes.remove
+        ]
+        given = ["kubectl", "taint", "nodes", *plan.nodes, *changes]
+        command = shlex.join(given + (["--overwrite"] if plan.overwrite else []))
     lines = [
-        f"What if: kubectl taint nodes {' '.join(plan.nodes)} {' '.join(changes)}",
+        f"What if: {command}",
         f"Simulated from {report.start.strftime('%Y-%m-%dT%H:%M:%SZ')} for "
         f"{format_duration(report.offset(report.end))} (nothing was changed in the cluster).",
         "",
     ]
+    if not set(plan.nodes) <= set(shlex.split(command)):
+        # Chosen by -l or --all: say which nodes that was.
+        lines[1:1] = [f"Nodes: {' '.join(plan.nodes)}"]
     lines += columns(
         ("TIME", "EVENT", "OBJECT", "DETAIL"),
         [(_offset(report, h.at), h.event, h.object, h.detail) for h in report.timeline],

@@ -6,6 +6,10 @@ its renewals succeed within ``renew_deadline``; the others retry every ``retry_p
 over once ``lease_duration`` has passed since the last renewal they observed. Writes use the
 Lease's resourceVersion, so two candidates can never both win a round. Defaults are upstream's
 (15 s, 10 s, 2 s).
+
+A failed request (an API error, or no answer at all while the API server restarts) is logged
+and retried, as ``tryAcquireOrRenew``'s errors are: a leader that cannot renew within
+``renew_deadline`` stops leading (``lost`` is then true), as upstream's ``renew`` gives up.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
+
+import httpx
 
 from taintplane.api.decoding import format_micro_time
 from taintplane.client.client import ApiError, Client, resource
@@ -49,6 +55,8 @@ class LeaderElector:
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
         self.leading = False
+        #: Whether run() returned because renewals failed for ``renew_deadline``.
+        self.lost = False
         # What we last saw of the lease, and when (by our clock) it last changed.
         self._observed: tuple[str, str] | None = None  # (holder, renewTime)
         self._observed_at = 0.0
@@ -124,17 +132,25 @@ class LeaderElector:
                 if await self._safely_try():
                     last_renewal = self.clock.monotonic()
                 elif self.clock.monotonic() - last_renewal >= self.renew_deadline:
-                    log.warning("%s: %s lost the lease", self.name, self.identity)
+                    log.error(
+                        "failed to renew lease %s/%s: timed out waiting for the condition",
+                        self.namespace,
+                        self.name,
+                    )
+                    self.lost = True
                     break
         finally:
             self.leading = False
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
+            # The work's own failure (not the cancellation) is the caller's to see.
+            with contextlib.suppress(asyncio.CancelledError):
                 await task
 
     async def _safely_try(self) -> bool:
         try:
             return await self._try_acquire_or_renew()
-        except ApiError as error:
-            log.info("%s: lease request failed: %s", self.name, error)
+        except (ApiError, httpx.TransportError, OSError) as error:
+            # An API server restarting refuses connections for a while: like an API error,
+            # this round is lost and the next one, retry_period later, may succeed.
+            log.error("error retrieving resource lock %s/%s: %s", self.namespace, self.name, error)
             return False

@@ -24,11 +24,13 @@ import yaml
 
 from taintplane.agents.nodes import DeviceSet, NodeShape
 from taintplane.api.dra_validation import is_dns1123_label, validate_driver_name
+from taintplane.api.field import FieldError
 from taintplane.api.field import Path as FieldPath
 from taintplane.api.names import is_dns1123_subdomain
+from taintplane.api.quantity import QuantityError, parse_quantity
 from taintplane.api.taint_spec import TaintSpecError, parse_taint
 from taintplane.api.taints import Taint
-from taintplane.api.validation import validate_node_taints
+from taintplane.api.validation import validate_labels, validate_node_taints
 
 __all__ = ["ClusterFileError", "default_nodes", "load_cluster_file", "parse_pools"]
 
@@ -93,7 +95,28 @@ def _strings(value: Any, where: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def _device_set(item: Any, where: str) -> DeviceSet:
+def _labels(value: Any, index: int) -> dict[str, str]:
+    labels = _strings(value, f"pools[{index}].labels")
+    # Refused here, as the API server would refuse the nodes (ValidateLabels), not at start-up.
+    errors = validate_labels(labels, FieldPath.root("pools").index(index).child("labels"))
+    if errors:
+        raise ClusterFileError(str(errors[0]))
+    return labels
+
+
+def _capacity(value: Any, where: str, path: FieldPath) -> dict[str, str]:
+    capacity = _strings(value, where)
+    for name, quantity in capacity.items():
+        try:
+            parse_quantity(quantity)
+        except QuantityError as error:
+            # resource.ParseQuantity's words: decoding such a node fails with them.
+            invalid = FieldError.invalid(path.key(name), quantity, str(error))
+            raise ClusterFileError(str(invalid)) from error
+    return capacity
+
+
+def _device_set(item: Any, where: str, path: FieldPath) -> DeviceSet:
     if not isinstance(item, dict):
         raise ClusterFileError(f"{where} must be a mapping")
     unknown = sorted(set(item) - _DEVICE_KEYS)
@@ -123,7 +146,7 @@ def _device_set(item: Any, where: str) -> DeviceSet:
         count=count,
         name=name,
         attributes={str(k): v for k, v in attributes.items()},
-        capacity=_strings(item.get("capacity"), f"{where}.capacity"),
+        capacity=_capacity(item.get("capacity"), f"{where}.capacity", path.child("capacity")),
     )
 
 
@@ -132,7 +155,8 @@ def _device_sets(value: Any, index: int) -> list[DeviceSet]:
     if value is None:
         return []
     items = value if isinstance(value, list) else [value]
-    sets = [_device_set(item, f"{where}[{i}]") for i, item in enumerate(items)]
+    path = FieldPath.root("pools").index(index).child("devices")
+    sets = [_device_set(item, f"{where}[{i}]", path.index(i)) for i, item in enumerate(items)]
     drivers = [s.driver for s in sets]
     if len(set(drivers)) != len(drivers):
         raise ClusterFileError(f"{where}: one entry per driver")
@@ -170,8 +194,12 @@ def parse_pools(data: Any) -> list[NodeShape]:
         if problems:
             raise ClusterFileError(f"{where}.name {name!r} makes invalid node names: {problems[0]}")
         taints = _taints(pool.get("taints"), index)
-        labels = _strings(pool.get("labels"), f"{where}.labels")
-        capacity = _strings(pool.get("capacity"), f"{where}.capacity")
+        labels = _labels(pool.get("labels"), index)
+        capacity = _capacity(
+            pool.get("capacity"),
+            f"{where}.capacity",
+            FieldPath.root("pools").index(index).child("capacity"),
+        )
         devices = _device_sets(pool.get("devices"), index)
         for i in range(1, count + 1):
             shapes.append(

@@ -87,9 +87,11 @@ class Scenario:
 
 
 def _duration(value: Any, where: str) -> float:
+    # A bare YAML number is read as the text it was written as: `at: 5` is refused for its
+    # missing unit just as `at: "5"` and `clock advance 5` are (only 0 needs none, as in Go).
     if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str):
+        value = str(value)
+    if isinstance(value, str):
         try:
             seconds = parse_duration(value)
         except DurationError as error:
