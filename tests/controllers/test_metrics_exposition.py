@@ -12,6 +12,7 @@ import pytest
 
 from taintplane.sim.cluster import running_cluster
 from tests.client.test_workqueue_metrics import EXPECTED_HELP as WORKQUEUE_HELP
+from tests.controllers.test_queue_names import UPSTREAM_QUEUE_NAMES
 
 EXPECTED_HELP = {
     # pkg/controller/tainteviction/metrics/metrics.go
@@ -69,3 +70,12 @@ def test_every_metric_has_its_upstream_stability_level(metrics: str) -> None:
 def test_no_created_series(metrics: str) -> None:
     assert [line for line in metrics.splitlines() if "_created" in line] == []
     assert "taint_eviction_controller_pod_deletions_total 0.0" in metrics
+
+
+def test_work_queues_are_named_as_upstreams(metrics: str) -> None:
+    names = {
+        line.partition('{name="')[2].partition('"')[0]
+        for line in metrics.splitlines()
+        if line.startswith("workqueue_adds_total{")
+    }
+    assert names == UPSTREAM_QUEUE_NAMES

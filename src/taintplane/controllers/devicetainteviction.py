@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from taintplane.client import ApiError, Client, resource
 from taintplane.client.events import EventRecorder
+from taintplane.client.queue_metrics import QueueMetrics
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock, sleep_or_wake
 from taintplane.controllers.device_evictions import (
@@ -76,6 +77,10 @@ class DeviceTaintEvictionMetrics:
         )
 
 
+def _queue_key(item: Item) -> str:
+    return "/".join(item)
+
+
 def _pod_item(pod: dict[str, Any]) -> Item:
     meta = pod["metadata"]
     return ("pod", meta["namespace"], meta["name"], str(meta.get("uid", "")))
@@ -118,6 +123,10 @@ class DeviceTaintEvictionController:
         self._order = itertools.count()
         self._failures: dict[Item, int] = {}
         self._busy: set[Item] = set()
+        # The work queue's metrics, named as upstream's (after the controller). An item due
+        # later counts as added when it falls due, which is when it is taken under virtual time.
+        self.queue_metrics = QueueMetrics(clock, COMPONENT)
+        self._counted: set[Item] = set()
         self._wake = asyncio.Event()
         self._background: set[asyncio.Task[None]] = set()
         self.claims.add_handlers(
@@ -200,7 +209,7 @@ class DeviceTaintEvictionController:
             # A new rule, or a new generation of one: its condition describes an older spec
             # (the API promises an update for each change to the spec, and `kubectl wait`
             # ignores a condition whose observedGeneration is not the current one).
-            self._enqueue(self.status.item(new), self.clock.now())
+            self._add(self.status.item(new))
         for key, state in list(self.claim_states.items()):
             eviction = self._claim_eviction(state.claim)
             self.claim_states[key] = ClaimState(state.claim, eviction)
@@ -246,11 +255,10 @@ class DeviceTaintEvictionController:
                 self._spawn(self._pod_event(item, "Cancelling deletion"))
             return
         self.delete_pod_at[item] = eviction
-        self._enqueue(item, eviction.when)
-        now = self.clock.now()
+        self._add_after(item, eviction.when)
         for reason in eviction.reasons:
             if reason.rule:
-                self._enqueue(("rule", "", reason.rule, reason.rule_uid), now)
+                self._add(("rule", "", reason.rule, reason.rule_uid))
 
     def scheduled(self, namespace: str, name: str) -> datetime | None:
         """When the pod is due to be deleted (for tests and explanations)."""
@@ -261,8 +269,17 @@ class DeviceTaintEvictionController:
 
     # ---- the work queue ----------------------------------------------------------------------
 
+    def _add(self, item: Item) -> None:
+        self._enqueue(item, self.clock.now())
+
+    def _add_after(self, item: Item, at: datetime) -> None:
+        self.queue_metrics.retry()  # every AddAfter counts, as in client-go
+        self._enqueue(item, at)
+
     def _enqueue(self, item: Item, at: datetime) -> None:
         """Add ``item`` due at ``at``; an item already waiting keeps the earlier instant."""
+        if at <= self.clock.now():
+            self._count_added(item)
         due = self._due.get(item)
         if due is not None and due <= at:
             return
@@ -280,7 +297,7 @@ class DeviceTaintEvictionController:
                     if self._due.get(item) != due:
                         continue  # superseded by an earlier entry
                     del self._due[item]
-                    self._process(item, now)
+                    self._take(item, now)
                 delay = (self._heap[0][0] - now).total_seconds() if self._heap else None
                 await sleep_or_wake(self.clock, delay, self._wake)
         finally:
@@ -288,23 +305,39 @@ class DeviceTaintEvictionController:
                 task.cancel()
             await asyncio.gather(*self._background, return_exceptions=True)
 
-    def _process(self, item: Item, now: datetime) -> None:
+    def _count_added(self, item: Item) -> None:
+        """client-go counts an add once until a worker takes the item."""
+        if item not in self._counted:
+            self._counted.add(item)
+            self.queue_metrics.add(_queue_key(item))
+
+    def _take(self, item: Item, now: datetime) -> None:
+        self._count_added(item)
         if item in self._busy:  # being worked on: look again when that is done
             self._enqueue(item, now + timedelta(milliseconds=5))
             return
+        self._counted.discard(item)
+        key = _queue_key(item)
+        self.queue_metrics.get(key)
+        if not self._process(item, now):
+            self.queue_metrics.done(key)
+
+    def _process(self, item: Item, now: datetime) -> bool:
+        """Whether the item's work goes on in the background (which says when it is done)."""
         if item[0] == "rule":
             again = self.status.update(item[2], item[3], now)
             if again is not None:
-                self._enqueue(item, again)
-            return
+                self._add_after(item, again)
+            return False
         eviction = self.delete_pod_at.get(item)
         if eviction is None:
-            return  # obsolete
+            return False  # obsolete
         if eviction.when > now:
-            self._enqueue(item, eviction.when)
-            return
+            self._add_after(item, eviction.when)
+            return False
         self._busy.add(item)
         self._spawn(self._delete(item, eviction))
+        return True
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
@@ -322,6 +355,12 @@ class DeviceTaintEvictionController:
 
     async def _delete(self, item: Item, eviction: Eviction) -> None:
         try:
+            await self._delete_once(item, eviction)
+        finally:
+            self.queue_metrics.done(_queue_key(item))
+
+    async def _delete_once(self, item: Item, eviction: Eviction) -> None:
+        try:
             deleted = await self._condition_and_delete(item)
         except ApiError as error:
             if error.code != 404:
@@ -329,7 +368,7 @@ class DeviceTaintEvictionController:
                 self._failures[item] = failures
                 log.info("evicting %s/%s failed (attempt %d): %s", *item[1:3], failures, error)
                 delay = min(0.005 * 2 ** (failures - 1), 1000.0)
-                self._enqueue(item, self.clock.now() + timedelta(seconds=delay))
+                self._add_after(item, self.clock.now() + timedelta(seconds=delay))
                 return
             deleted = False
         finally:
@@ -346,7 +385,7 @@ class DeviceTaintEvictionController:
                 self.evicted[reason.rule_uid] = self.evicted.get(reason.rule_uid, 0) + 1
                 # Later, not now: the status is computed from the informers' caches.
                 rule_item = ("rule", "", reason.rule, reason.rule_uid)
-                self._enqueue(rule_item, now + timedelta(seconds=self.status.period))
+                self._add_after(rule_item, now + timedelta(seconds=self.status.period))
 
     async def _condition_and_delete(self, item: Item) -> bool:
         """Upstream's ``addConditionAndDeletePod``: False if the pod is gone or replaced."""

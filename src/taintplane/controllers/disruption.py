@@ -87,7 +87,10 @@ class DisruptionController:
         self.queue = WorkQueue(clock, name="disruption")
         self.recorder = EventRecorder(client, clock, "controllermanager")
         self.pdbs.add_handlers(self._enqueue, lambda old, new: self._enqueue(new))
-        self.stale = WorkQueue(clock, name="stale-pod-disruption")
+        # Upstream's recheckQueue: a budget whose evicted pods' grace ends later is synced
+        # again then; the key waits here and only moves to the sync queue when due.
+        self.recheck = WorkQueue(clock, name="disruption_recheck")
+        self.stale = WorkQueue(clock, name="stale_pod_disruption")
         self.pods.add_handlers(
             self._pod_seen, lambda old, new: self._pod_seen(new), self._pod_changed
         )
@@ -109,7 +112,14 @@ class DisruptionController:
                 self._enqueue(pdb)
 
     async def run(self) -> None:
-        await asyncio.gather(self.queue.run(self._sync), self.stale.run(self._sync_stale))
+        await asyncio.gather(
+            self.queue.run(self._sync),
+            self.recheck.run(self._recheck_due),
+            self.stale.run(self._sync_stale),
+        )
+
+    async def _recheck_due(self, key: str) -> None:
+        self.queue.add(key)
 
     # ---- stale DisruptionTarget conditions ---------------------------------------------------
 
@@ -246,7 +256,7 @@ class DisruptionController:
             format_time(now),
         )
         if recheck is not None:
-            self.queue.add_after(key, max(0.0, (recheck - now).total_seconds()))
+            self.recheck.add_after(key, max(0.0, (recheck - now).total_seconds()))
         await self._write(key, pdb, status)
 
     @staticmethod

@@ -19,16 +19,19 @@ resources), through a graph of owners and dependents (:mod:`gcgraph`):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from taintplane.api.scheme import SCHEME, ResourceType
 from taintplane.client import ApiError, Client, Informer
+from taintplane.client.queue_metrics import QueueMetrics
 from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
 from taintplane.clock import Clock
 from taintplane.controllers.gcgraph import FOREGROUND, ORPHAN, Graph, Identity, Node
+from taintplane.controllers.inline_queue import handled_at_once
 
 __all__ = ["IGNORED_RESOURCES", "GarbageCollector"]
 
@@ -42,6 +45,10 @@ _REQUEUE_BASE, _REQUEUE_MAX = 0.005, 1000.0
 _CONFLICT_RETRIES = 5
 
 
+def _uid(obj: dict[str, Any]) -> str:
+    return str(obj["metadata"].get("uid", ""))
+
+
 class _NamespacedOwnerOfClusterScopedObject(Exception):
     """A cluster-scoped object naming a namespaced owner: an error no retry resolves."""
 
@@ -51,12 +58,16 @@ class GarbageCollector:
         self.client = client
         self.clock = clock
         self.informers = informers
-        # Items: "delete:<uid>" (attemptToDelete) and "orphan:<uid>" (attemptToOrphan).
-        self.queue = WorkQueue(clock, name="garbage-collector")
+        # Keyed by uid, as upstream's queues by node.
+        self.attempt_to_delete = WorkQueue(clock, name="garbage_collector_attempt_to_delete")
+        self.attempt_to_orphan = WorkQueue(clock, name="garbage_collector_attempt_to_orphan")
         self.graph = Graph(
-            lambda node: self.queue.add(f"delete:{node.identity.uid}"),
-            lambda node: self.queue.add(f"orphan:{node.identity.uid}"),
+            lambda node: self.attempt_to_delete.add(node.identity.uid),
+            lambda node: self.attempt_to_orphan.add(node.identity.uid),
         )
+        # Upstream's GraphBuilder queues every informer event (and every virtual delete) for
+        # its worker; our graph takes them in the callback, so only the metrics are kept.
+        self.graph_changes = QueueMetrics(clock, "garbage_collector_graph_changes")
         self.monitors: dict[str, Informer] = {}
         self._unobserved_requeues: dict[str, int] = {}
 
@@ -65,7 +76,10 @@ class GarbageCollector:
             self._monitor(rt)
         for informer in self.monitors.values():
             await informer.synced.wait()
-        await self.queue.run(self._sync)
+        await asyncio.gather(
+            self.attempt_to_delete.run(self._attempt_to_delete_worker),
+            self.attempt_to_orphan.run(self._attempt_to_orphan_worker),
+        )
 
     # ---- discovery and monitors --------------------------------------------------------------
 
@@ -99,32 +113,46 @@ class GarbageCollector:
     def _monitor(self, rt: ResourceType) -> None:
         informer = self.informers.of(rt)
         api_version, kind = rt.api_version, rt.kind
-        informer.add_handlers(
-            lambda obj: self.graph.observe(api_version, kind, None, obj),
-            lambda old, new: self.graph.observe(api_version, kind, old, new),
-            self.graph.forget,
-        )
+
+        def added(obj: dict[str, Any]) -> None:
+            with handled_at_once(self.graph_changes, _uid(obj)):
+                self.graph.observe(api_version, kind, None, obj)
+
+        def updated(old: dict[str, Any], new: dict[str, Any]) -> None:
+            with handled_at_once(self.graph_changes, _uid(new)):
+                self.graph.observe(api_version, kind, old, new)
+
+        def deleted(obj: dict[str, Any]) -> None:
+            with handled_at_once(self.graph_changes, _uid(obj)):
+                self.graph.forget(obj)
+
+        informer.add_handlers(added, updated, deleted)
         self.monitors[f"{rt.group}/{rt.plural}"] = informer
 
     # ---- work --------------------------------------------------------------------------------
 
-    async def _sync(self, item: str) -> None:
-        action, uid = item.split(":", 1)
+    async def _attempt_to_orphan_worker(self, uid: str) -> None:
+        node = self.graph.nodes.get(uid)
+        if node is not None:
+            await self._orphan_dependents(node)
+
+    async def _attempt_to_delete_worker(self, uid: str) -> None:
         node = self.graph.nodes.get(uid)
         if node is None:
-            self._unobserved_requeues.pop(item, None)
-            return
-        if action == "orphan":
-            await self._orphan_dependents(node)
+            self._unobserved_requeues.pop(uid, None)
             return
         await self._attempt_to_delete(node)
         if self.graph.nodes.get(uid) is node and not node.observed:
             # A virtual node whose object exists: check again until an informer sees it.
-            count = self._unobserved_requeues.get(item, 0)
-            self._unobserved_requeues[item] = count + 1
-            self.queue.add_after(item, min(_REQUEUE_BASE * 2**count, _REQUEUE_MAX))
+            count = self._unobserved_requeues.get(uid, 0)
+            self._unobserved_requeues[uid] = count + 1
+            self.attempt_to_delete.add_after(uid, min(_REQUEUE_BASE * 2**count, _REQUEUE_MAX))
         else:
-            self._unobserved_requeues.pop(item, None)
+            self._unobserved_requeues.pop(uid, None)
+
+    def _virtual_delete(self, node: Node) -> None:
+        with handled_at_once(self.graph_changes, node.identity.uid):
+            self.graph.virtual_delete(node)
 
     async def _attempt_to_delete(self, node: Node) -> None:
         """Upstream's attemptToDeleteItem."""
@@ -132,7 +160,7 @@ class GarbageCollector:
             return  # on its way out; its dependents are looked at once it is gone
         latest = await self._get(node.identity, node.identity.namespace)
         if latest is None:
-            self.graph.virtual_delete(node)
+            self._virtual_delete(node)
             return
         if node.deleting_dependents:
             await self._process_deleting_dependents(node, latest)
@@ -174,7 +202,7 @@ class GarbageCollector:
             return
         for dependent in blocking:
             if not dependent.deleting_dependents:
-                self.queue.add(f"delete:{dependent.identity.uid}")
+                self.attempt_to_delete.add(dependent.identity.uid)
 
     async def _orphan_dependents(self, owner: Node) -> None:
         """Upstream's attemptToOrphanWorker: every dependent loses its reference to the owner,
@@ -257,7 +285,7 @@ class GarbageCollector:
             )
         except ApiError as error:
             if error.code == 404:
-                self.graph.virtual_delete(node)
+                self._virtual_delete(node)
             elif error.code != 409:
                 raise
 

@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry, Counter
 from taintplane.api.decoding import format_time
 from taintplane.api.wellknown import TAINT_NODE_OUT_OF_SERVICE
 from taintplane.client import ApiError, Client, resource
+from taintplane.client.queue_metrics import QueueMetrics
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
 from taintplane.controllers.stability import alpha
@@ -112,6 +113,9 @@ class PodGCController:
         self.metrics = PodGCMetrics(registry or CollectorRegistry())
         #: Nodes seen missing, with the instant they may be checked (the delaying queue).
         self.quarantine: dict[str, datetime] = {}
+        #: That queue's metrics: a node is added to it when its quarantine ends, which is at
+        #: the start of a pass (the pass it is checked in) under virtual time.
+        self.node_queue_metrics = QueueMetrics(clock, "orphaned_pods_nodes")
 
     async def run(self) -> None:
         while True:
@@ -164,20 +168,18 @@ class PodGCController:
             if node and node not in existing:
                 # A delaying queue keeps the earliest instant an item was asked for.
                 self.quarantine[node] = min(self.quarantine.get(node, ready_at), ready_at)
+                self.node_queue_metrics.retry()  # each AddAfter counts
         deleted: set[str] = set()
         for node, due in list(self.quarantine.items()):
             if due > now:
                 continue
             del self.quarantine[node]
-            if node in existing:
-                continue
+            self.node_queue_metrics.add(node)
+            self.node_queue_metrics.get(node)
             try:
-                await self.client.get(NODES, node)
-            except ApiError as error:
-                if error.code == 404:
-                    deleted.add(node)
-                else:  # the node is queued again next pass if pods still name it
-                    log.error("Error while getting node %s: %s", node, error)
+                await self._check_quarantined(node, existing, deleted)
+            finally:
+                self.node_queue_metrics.done(node)
         condition = {
             "type": "DisruptionTarget",
             "status": "True",
@@ -186,6 +188,17 @@ class PodGCController:
         }
         orphans = [p for p in pods if (p.get("spec") or {}).get("nodeName") in deleted]
         await self._delete_all(orphans, "orphaned", condition)
+
+    async def _check_quarantined(self, node: str, existing: set[str], deleted: set[str]) -> None:
+        if node in existing:
+            return
+        try:
+            await self.client.get(NODES, node)
+        except ApiError as error:
+            if error.code == 404:
+                deleted.add(node)
+            else:  # the node is queued again next pass if pods still name it
+                log.error("Error while getting node %s: %s", node, error)
 
     async def _gc_unscheduled_terminating(self, pods: list[dict[str, Any]]) -> None:
         doomed = [

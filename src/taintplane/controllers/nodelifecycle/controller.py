@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry
 from taintplane.api.wellknown import TAINT_NODE_NOT_READY, TAINT_NODE_UNREACHABLE
 from taintplane.client import ApiError, Client, resource
 from taintplane.client.events import EventRecorder
+from taintplane.client.queue_metrics import QueueMetrics
 from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
 from taintplane.clock import Clock, sleep_or_wake
@@ -93,7 +94,11 @@ class NodeLifecycleController:
         self.zones = Zones(clock, self.config, self.metrics)
         self._wake = asyncio.Event()
         self._background: set[asyncio.Future[None]] = set()
-        self.node_queue = WorkQueue(clock, name="node-lifecycle-nodes")
+        self.node_queue = WorkQueue(clock, name="node_lifecycle_controller")
+        # Upstream's podUpdateQueue: a pod newly bound to a node is looked at once. Ours is
+        # looked at in the informer callback, so only the queue's metrics are kept, counted
+        # where client-go's queue would count them.
+        self.pod_queue_metrics = QueueMetrics(clock, "node_lifecycle_controller_pods")
         self.nodes.add_handlers(
             lambda n: self.node_queue.add(n["metadata"]["name"]),
             lambda old, new: self.node_queue.add(new["metadata"]["name"]),
@@ -133,12 +138,18 @@ class NodeLifecycleController:
         node_name = (pod.get("spec") or {}).get("nodeName")
         if not node_name:
             return
+        key = f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
+        self.pod_queue_metrics.add(key)
+        self.pod_queue_metrics.get(key)
         node = self.nodes.get(node_name)
         ready = ready_condition(node) if node else None
         if node is not None and (ready is None or ready.get("status") != "True"):
             task = asyncio.ensure_future(self.mark_pods_not_ready([pod], node_name))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+            task.add_done_callback(lambda _: self.pod_queue_metrics.done(key))
+            return
+        self.pod_queue_metrics.done(key)
 
     def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         if (old.get("spec") or {}).get("nodeName") != (new.get("spec") or {}).get("nodeName"):
