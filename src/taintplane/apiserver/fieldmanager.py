@@ -10,7 +10,15 @@ configuration C by manager M:
 * removes from the object the fields M applied before but C no longer names (and nobody
   else owns);
 * merges C into the object (maps by key, lists with a merge key by element, other lists and
-  scalars replaced) and records exactly C's fields as M's.
+  scalars replaced) and records exactly C's fields as M's. Fields C sets to the values they
+  already have stay with their other managers too: they become co-owned, and a forced apply
+  takes from the others only what it changes (structured-merge-diff's Updater.Apply).
+
+A write's record starts from the live object's entries, or from the entries the request
+itself sets (``managed_fields_base``, upstream's decodeLiveOrNew): a client may replace them,
+or clear them with ``[]`` or ``[{}]``; entries that do not decode leave the live ones.
+Entries are stored in upstream's order: Apply before Update, then by time, manager, API
+version and subresource.
 
 Lists with a patch merge key are associative (elements ``k:{"name":"c"}``), ``finalizers``
 is a set (``v:"x"``), every other list is atomic (owned as a whole), as in the served kinds.
@@ -21,8 +29,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from taintplane.api.gofmt import go_json
 from taintplane.apiserver.patch import MERGE_KEYS, MERGE_PRIMITIVE_LISTS
 from taintplane.apiserver.typecheck import schemas
 
@@ -32,9 +42,12 @@ __all__ = [
     "apply_conflicts",
     "conflict_message",
     "fields_of",
+    "managed_fields_base",
+    "prune",
     "record_apply",
     "record_update",
     "render_path",
+    "sync_last_applied",
     "to_fields_v1",
 ]
 
@@ -254,32 +267,153 @@ def _store(
     manager: str,
     operation: str,
     api_version: str,
-    now: str,
+    now: str | None,
     paths: set[FieldPath],
     subresource: str,
 ) -> list[dict[str, Any]]:
-    kept = [
-        e
-        for e in entries
-        if not (
+    """``entries`` with ``manager``'s entry for ``operation`` set to ``paths``, stamped ``now``
+    (``None``: the write changed nothing of its own, and the entry keeps the time it had)."""
+    kept: list[dict[str, Any]] = []
+    previous: dict[str, Any] = {}
+    for e in entries:
+        if (
             e.get("manager") == manager
             and e.get("operation") == operation
             and e.get("subresource", "") == subresource
-        )
-    ]
+        ):
+            previous = e
+        else:
+            kept.append(e)
     if paths:
-        entry: dict[str, Any] = {
-            "manager": manager,
-            "operation": operation,
-            "apiVersion": api_version,
-            "time": now,
-            "fieldsType": "FieldsV1",
-            "fieldsV1": to_fields_v1(sorted(paths)),
-        }
+        entry: dict[str, Any] = {"manager": manager, "operation": operation}
+        entry["apiVersion"] = api_version
+        time = now if now is not None else previous.get("time")
+        if time:
+            entry["time"] = time
+        entry["fieldsType"] = "FieldsV1"
+        entry["fieldsV1"] = to_fields_v1(sorted(paths))
         if subresource:
             entry["subresource"] = subresource
         kept.append(entry)
-    return [e for e in kept if e.get("fieldsV1")]  # an entry that owns nothing goes
+    # An entry that owns nothing goes (structured-merge-diff drops managers with empty sets).
+    return _in_upstream_order([e for e in kept if e.get("fieldsV1")])
+
+
+def _in_upstream_order(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """sortEncodedManagedFields: operation (Apply first), time to the second, manager, API
+    version, subresource."""
+
+    def key(entry: Mapping[str, Any]) -> tuple[str, int, str, str, str]:
+        return (
+            str(entry.get("operation", "")),
+            _seconds(entry.get("time")),
+            str(entry.get("manager", "")),
+            str(entry.get("apiVersion", "")),
+            str(entry.get("subresource", "")),
+        )
+
+    return sorted(entries, key=key)
+
+
+def _seconds(time: Any) -> int:
+    if not isinstance(time, str) or not time:
+        return 0
+    try:
+        return int(datetime.fromisoformat(time).timestamp())
+    except ValueError:
+        return 0
+
+
+def managed_fields_base(sent: Any, live: Any, *, from_request: bool) -> list[dict[str, Any]]:
+    """The entries a write's record starts from (upstream's decodeLiveOrNew): the live ones
+    for an apply or a subresource; otherwise the request's own when it sets any that decode
+    (so a client can rewrite them, as kubectl's client-side-apply migration does), none when
+    it resets them (``[]`` or ``[{}]``), and the live ones when it leaves them out or sends
+    entries that do not decode (a client that does not know them loses nothing)."""
+    live_entries = _entries({"managedFields": live})
+    if not from_request or sent is None or sent == live:
+        return live_entries
+    if isinstance(sent, list) and (
+        not sent
+        or (
+            len(sent) == 1
+            and isinstance(sent[0], Mapping)
+            and all(v is None or v == "" for v in sent[0].values())
+        )
+    ):
+        return []
+    if not isinstance(sent, list) or not all(_decodes(e) for e in sent):
+        return live_entries
+    return _normalized(sent)
+
+
+def _decodes(entry: Any) -> bool:
+    """DecodeManagedFields' checks of one entry."""
+    if not isinstance(entry, Mapping):
+        return False
+    if entry.get("operation") not in ("Apply", "Update"):
+        return False
+    if not isinstance(entry.get("apiVersion"), str) or not entry["apiVersion"]:
+        return False
+    if entry.get("fieldsType") != "FieldsV1":
+        return False
+    fields = entry.get("fieldsV1")
+    return fields is None or _valid_fields_v1(fields)
+
+
+def _valid_fields_v1(tree: Any) -> bool:
+    """Does ``tree`` parse as a structured-merge-diff field set (FieldsToSet)?"""
+    if not isinstance(tree, Mapping):
+        return False
+    for key, child in tree.items():
+        if not _valid_path_element(str(key)) or not _valid_fields_v1(child):
+            return False
+    return True
+
+
+def _valid_path_element(key: str) -> bool:
+    if key == ".":
+        return True
+    prefix, _, rest = key.partition(":")
+    if prefix == "f":
+        return True
+    try:
+        value = json.loads(rest)
+    except ValueError:
+        return False
+    if prefix == "k":
+        return isinstance(value, dict) and bool(value)
+    if prefix == "i":
+        return isinstance(value, int) and not isinstance(value, bool)
+    return prefix == "v"
+
+
+def _normalized(sent: list[Any]) -> list[dict[str, Any]]:
+    """The request's entries as the server encodes them again: one per manager identity
+    (manager, operation, the API version of an update, subresource; the last wins), each
+    field set in canonical form, empty ones dropped, in upstream's order."""
+    by_identity: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for sent_entry in sent:
+        operation = str(sent_entry["operation"])
+        entry: dict[str, Any] = {}
+        if sent_entry.get("manager"):
+            entry["manager"] = str(sent_entry["manager"])
+        entry["operation"] = operation
+        entry["apiVersion"] = str(sent_entry["apiVersion"])
+        if sent_entry.get("time"):
+            entry["time"] = sent_entry["time"]
+        entry["fieldsType"] = "FieldsV1"
+        entry["fieldsV1"] = to_fields_v1(sorted(_from_fields_v1(sent_entry.get("fieldsV1") or {})))
+        if sent_entry.get("subresource"):
+            entry["subresource"] = str(sent_entry["subresource"])
+        identity = (
+            entry.get("manager", ""),
+            operation,
+            entry["apiVersion"] if operation == "Update" else "",
+            entry.get("subresource", ""),
+        )
+        by_identity[identity] = entry
+    return _in_upstream_order([e for e in by_identity.values() if e["fieldsV1"]])
 
 
 def _under(path: FieldPath, prefixes: set[FieldPath]) -> bool:
@@ -324,22 +458,12 @@ def record_update(
     subresource: str = "",
     skip_status: bool = False,
 ) -> None:
-    """Give ``manager`` the fields this write changed, in ``new["metadata"]["managedFields"]``."""
+    """Give ``manager`` the fields this write changed, in ``new["metadata"]["managedFields"]``
+    (which holds the entries the write starts from: ``managed_fields_base``)."""
     metadata = new.setdefault("metadata", {})
-    entries = _entries(old.get("metadata", {}) if old else {})
+    entries = _entries(metadata)
     skip = skip_status and subresource != "status"
-    if old is None:
-        new_part, old_part = dict(new), _empty_object(new)
-    else:
-        new_part, old_part = _changed_subtrees(new, old)
-    after = fields_of(new_part, skip_status=skip)
-    before = fields_of(old_part, skip_status=skip) if old is not None else {}
-    changed = {p for p, v in after.items() if p not in before or before[p] != v}
-    removed = {p for p in before if p not in after}
-    # The maps and structs this write created are owned too, as "."; those it removed go.
-    changed |= _created_nodes(new_part, old_part, skip)
-    if old is not None:
-        removed |= _created_nodes(old_part, new_part, skip)
+    changed, removed = _compare(new, old, skip)
     key = (manager, "Update", subresource)
     _disown(entries, changed | removed, key)
     mine = next(
@@ -350,13 +474,35 @@ def record_update(
         ),
         set(),
     )
-    # Keep what this manager owned unless the write removed it.
+    # Keep what this manager owned unless the write removed it. Its entry is stamped only
+    # when the write set something (managedFieldsUpdater: "if the current operation took any
+    # fields").
     mine = {p for p in mine if not _under(p, removed)} | changed
     metadata["managedFields"] = _store(
-        entries, manager, "Update", api_version, now, mine, subresource
+        entries, manager, "Update", api_version, now if changed else None, mine, subresource
     )
     if not metadata["managedFields"]:
         del metadata["managedFields"]
+
+
+def _compare(
+    new: Mapping[str, Any], old: Mapping[str, Any] | None, skip_status: bool
+) -> tuple[set[FieldPath], set[FieldPath]]:
+    """structured-merge-diff's Compare of ``old`` (a create: the kind's empty object) with
+    ``new``: the paths modified or added, and those removed."""
+    if old is None:
+        new_part, old_part = dict(new), _empty_object(new)
+    else:
+        new_part, old_part = _changed_subtrees(new, old)
+    after = fields_of(new_part, skip_status=skip_status)
+    before = fields_of(old_part, skip_status=skip_status) if old is not None else {}
+    changed = {p for p, v in after.items() if p not in before or before[p] != v}
+    removed = {p for p in before if p not in after}
+    # The maps and structs this write created are owned too, as "."; those it removed go.
+    changed |= _created_nodes(new_part, old_part, skip_status)
+    if old is not None:
+        removed |= _created_nodes(old_part, new_part, skip_status)
+    return changed, removed
 
 
 def apply_conflicts(
@@ -372,9 +518,10 @@ def apply_conflicts(
             if entry.get("manager") == manager and entry.get("operation") == "Apply":
                 continue
             if any(path[: len(o)] == o or o[: len(path)] == path for o in _owned(entry)):
-                conflicts.append(
-                    Conflict(str(entry.get("manager")), str(entry.get("apiVersion", "")), path)
-                )
+                # printManager names an updater with its API version, an applier alone.
+                updater = entry.get("operation") == "Update"
+                api_version = str(entry.get("apiVersion", "")) if updater else ""
+                conflicts.append(Conflict(str(entry.get("manager")), api_version, path))
     return conflicts
 
 
@@ -388,14 +535,60 @@ def record_apply(
     *,
     force: bool,
     skip_status: bool,
+    merged: Mapping[str, Any] | None = None,
 ) -> None:
-    """Record ``config``'s fields as ``manager``'s apply set (taking them from others if forced)."""
+    """Record ``config``'s fields as ``manager``'s apply set. Other managers lose only what
+    the apply changed or removed (the conflicts a forced apply overrides): a field applied
+    with the value it has stays theirs too. The entry is recorded even when the object does
+    not change (a new co-owner is a write), stamped only when it does. The changes are those
+    of ``merged`` (the object before defaulting) when given."""
     metadata = result.setdefault("metadata", {})
-    entries = _entries(live.get("metadata", {}) if live else {})
+    entries = _entries(metadata)
+    key = (manager, "Apply", "")
     applied = set(fields_of(config, skip_status=skip_status))
-    if force:
-        _disown(entries, applied, (manager, "Apply", ""))
-    metadata["managedFields"] = _store(entries, manager, "Apply", api_version, now, applied, "")
+    compared = result if merged is None else merged
+    changed_object = live is None or _without_managed_fields(compared) != _without_managed_fields(
+        live
+    )
+    if live is not None and changed_object:
+        changed, removed = _compare(compared, live, skip_status)
+        _disown(entries, changed | removed, key)
+    metadata["managedFields"] = _store(
+        entries, manager, "Apply", api_version, now if changed_object else None, applied, ""
+    )
+    if not metadata["managedFields"]:
+        del metadata["managedFields"]
+
+
+def _without_managed_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
+    metadata = obj.get("metadata") or {}
+    return {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def sync_last_applied(result: dict[str, Any], config: Mapping[str, Any], manager: str) -> None:
+    """lastAppliedUpdater: kubectl's server-side apply keeps the client-side apply annotation,
+    where the object has one, equal to what it applied (so a later client-side apply diffs
+    against it). The annotation is the configuration without it, as Go encodes unstructured
+    JSON: sorted keys, then a newline."""
+    annotations = (result.get("metadata") or {}).get("annotations")
+    if manager != "kubectl" or not isinstance(annotations, dict) or LAST_APPLIED not in annotations:
+        return
+    applied = _sorted_keys(config)
+    config_meta = applied.get("metadata")
+    if isinstance(config_meta, dict) and isinstance(config_meta.get("annotations"), dict):
+        config_meta["annotations"].pop(LAST_APPLIED, None)
+    annotations[LAST_APPLIED] = go_json(applied) + "\n"
+
+
+def _sorted_keys(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _sorted_keys(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, list):
+        return [_sorted_keys(item) for item in value]
+    return value
 
 
 def previously_applied(live: Mapping[str, Any], manager: str) -> set[FieldPath]:
@@ -411,6 +604,19 @@ def owned_by_others(live: Mapping[str, Any], manager: str) -> set[FieldPath]:
         if not (entry.get("manager") == manager and entry.get("operation") == "Apply"):
             owned |= _owned(entry)
     return owned
+
+
+def prune(current: dict[str, Any], manager: str, named: set[FieldPath]) -> None:
+    """Remove from ``current`` what ``manager`` applied before and no longer names, unless
+    another manager owns it (Updater.prune): a map, struct or list item goes only when
+    nothing inside it is still applied or owned (addBackOwnedItems keeps the parents of
+    owned fields), so an annotation another manager owns keeps its annotations map."""
+    kept = named | owned_by_others(current, manager)
+    inside_kept = {p[:depth] for p in kept for depth in range(1, len(p))}
+    for path in sorted(previously_applied(current, manager) - kept, key=len, reverse=True):
+        node = path[:-1] if path[-1] == "." else path
+        if node not in inside_kept:
+            remove_path(current, path)
 
 
 def remove_path(obj: dict[str, Any], path: FieldPath) -> None:

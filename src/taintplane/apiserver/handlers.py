@@ -533,9 +533,7 @@ class ResourceHandlers:
 
         def mutate(current: dict[str, Any]) -> dict[str, Any]:
             # Fields this manager applied before, no longer names, and nobody else owns go.
-            others = fieldmanager.owned_by_others(current, manager)
-            for path in fieldmanager.previously_applied(current, manager) - named - others:
-                fieldmanager.remove_path(current, path)
+            fieldmanager.prune(current, manager, named)
             try:
                 return apply_strategic_merge_patch(current, applied)
             except PatchError as error:

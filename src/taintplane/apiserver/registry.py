@@ -22,6 +22,7 @@ from taintplane.api.decoding import format_time
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, ResourceType, Scheme
 from taintplane.apiserver.codec import clone
+from taintplane.apiserver.fieldmanager import managed_fields_base
 from taintplane.apiserver.registry_checks import (
     Apply,
     check_type,
@@ -123,7 +124,9 @@ class Registry(RegistryReads):
         strategy = self.strategy(resource)
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             metadata.pop(field, None)
-        metadata.pop("managedFields", None)  # the server records who set what
+        # Who set what is recorded once the object is final, from the entries the request
+        # sets if they decode (upstream's fieldmanager on create).
+        sent_managed_fields = metadata.pop("managedFields", None)
         obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
         run_strategy(resource, lambda: strategy.default(obj))
         if resource.namespaced:
@@ -143,6 +146,9 @@ class Registry(RegistryReads):
         strategy.prepare_for_create(obj)
         validate(resource, name, lambda: strategy.validate(obj))
         await self.validate_admission("CREATE", resource, namespace, obj, None, "")
+        base = managed_fields_base(sent_managed_fields, None, from_request=apply is None)
+        if base:
+            metadata["managedFields"] = base
         self._record_fields(resource, obj, None, manager, apply, "")
         if dry_run:
             return obj
@@ -239,26 +245,28 @@ class Registry(RegistryReads):
         apply: Apply | None = None,
         notes: DecodeNotes = NO_NOTES,
     ) -> dict[str, Any]:
-        """Read, ``mutate`` a copy, write; retried on conflicts unless the result pins a
-        resourceVersion (then a stale one is the caller's conflict)."""
+        """Read, ``mutate`` a copy, write; retried on conflicts. The copy has the current
+        resourceVersion, as the object a patch applies to does upstream: a result with
+        another one (a patch that sets it) names the version the caller expects, and
+        answers 409 unless that is the current one (on a retry, it no longer is)."""
         for _ in range(32):
             kv = await self._get_kv(resource, namespace, name)
             old = self._decode(kv)
-            # The mutation gets its own copy (decoded again: cheaper than copying ``old``),
-            # without a resourceVersion (stored bytes have none): if it sets one, that is the
-            # caller's precondition (a patch that names a resourceVersion).
+            # The mutation gets its own copy (decoded again: cheaper than copying ``old``);
+            # stored bytes have no resourceVersion, so it is put back.
             current: dict[str, Any] = orjson.loads(kv.value)
+            current.setdefault("metadata", {})["resourceVersion"] = meta(old)["resourceVersion"]
             new = mutate(current)
             check_type(resource, new, field_validation, baseline=old, notes=notes)
-            pinned = meta(new).get("resourceVersion")
-            if pinned and pinned != meta(old)["resourceVersion"]:
+            expected = meta(new).get("resourceVersion")
+            if expected and expected != meta(old)["resourceVersion"]:
                 raise from_store_error(store_errors.Conflict(name, 0), resource, name)
             try:
                 return await self._write_update(
                     resource, namespace, name, new, old, subresource, dry_run, manager, apply
                 )
             except APIError as error:
-                if error.status.get("reason") != "Conflict" or pinned:
+                if error.status.get("reason") != "Conflict":
                     raise
         raise APIError.conflict(resource, name, "too many concurrent updates; try again")
 
@@ -285,6 +293,10 @@ class Registry(RegistryReads):
             else:
                 new_meta.pop(field, None)
         new["apiVersion"], new["kind"] = resource.api_version, resource.kind
+        # An apply's record compares the merged object with the live one, as the field
+        # manager does before defaulting and admission: what the merge and its pruning
+        # changed (a pruned default that defaulting puts back included).
+        merged = clone(new) if apply is not None else None
         run_strategy(resource, lambda: strategy.default(new))
         # Upstream's order, as for create: mutating admission runs in the update handler's
         # objInfo.UpdatedObject, before the store's BeforeUpdate (PrepareForUpdate, which
@@ -311,14 +323,22 @@ class Registry(RegistryReads):
         validate(resource, name, lambda: check(new, old))
         await self.validate_admission("UPDATE", resource, namespace, new, old, subresource)
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
-        # A client cannot write managedFields: the server records who set what.
-        if "managedFields" in old_meta:
-            new_meta["managedFields"] = old_meta["managedFields"]
+        # The record of who set what starts from the live entries, or from those the request
+        # sets (not through an apply or a subresource): upstream's decodeLiveOrNew.
+        base = managed_fields_base(
+            new_meta.get("managedFields"),
+            old_meta.get("managedFields"),
+            from_request=apply is None and not subresource,
+        )
+        if base:
+            new_meta["managedFields"] = base
         else:
             new_meta.pop("managedFields", None)
-        if new == old:
-            return old  # a no-op update does not write (and keeps the resourceVersion)
-        self._record_fields(resource, new, old, manager, apply, subresource)
+        if new == old and apply is None:
+            # A no-op update does not write (and keeps the resourceVersion); an apply that
+            # changes no value still records its applier (a new co-owner is a write).
+            return old
+        self._record_fields(resource, new, old, manager, apply, subresource, merged)
         if _without_times(new) == _without_times(old):
             return old  # a no-op update does not write (and keeps the resourceVersion)
         if dry_run:
@@ -515,6 +535,7 @@ class Registry(RegistryReads):
         manager: str,
         apply: Apply | None,
         subresource: str,
+        merged: dict[str, Any] | None = None,
     ) -> None:
         record_fields(
             self.clock,
@@ -525,6 +546,7 @@ class Registry(RegistryReads):
             apply=apply,
             subresource=subresource,
             has_status=self.strategy(resource).has_status,
+            merged=merged,
         )
 
 

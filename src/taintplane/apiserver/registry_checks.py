@@ -103,10 +103,13 @@ def record_fields(
     apply: Apply | None,
     subresource: str,
     has_status: bool,
+    merged: dict[str, Any] | None = None,
 ) -> None:
-    """Record in ``metadata.managedFields`` which fields ``manager`` set, in the object as
-    it is stored: admitted and valid, so without what Go's encoder leaves out (empty
-    optional maps and lists, ``typecheck.omit_empty``)."""
+    """Record in ``metadata.managedFields`` (which holds the entries the write starts from)
+    which fields ``manager`` set, in the object as it is stored: admitted and valid, so
+    without what Go's encoder leaves out (empty optional maps and lists,
+    ``typecheck.omit_empty``). An apply's changes are those of ``merged``, the object its
+    configuration made before defaulting."""
     schema = typecheck.schemas()["kinds"].get(
         f"{resource.group}/{resource.version}/{resource.kind}"
     )
@@ -125,7 +128,9 @@ def record_fields(
             now,
             force=apply.force,
             skip_status=has_status,
+            merged=merged,
         )
+        fieldmanager.sync_last_applied(new, apply.config, manager)
     else:
         fieldmanager.record_update(
             new,
