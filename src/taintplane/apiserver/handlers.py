@@ -27,11 +27,16 @@ from taintplane.apiserver.auth.reviews import REVIEW_GROUPS, Reviews
 from taintplane.apiserver.codec import clone
 from taintplane.apiserver.delete_options import propagation_policy
 from taintplane.apiserver.eviction import evict
+from taintplane.apiserver.json_patch import (
+    JSONPatchApplyError,
+    JSONPatchTooLarge,
+    PatchedNotAnObject,
+    apply_json_patch,
+)
 from taintplane.apiserver.list_options import ListOptions, validate_list_options
 from taintplane.apiserver.patch import (
     PatchError,
-    apply_json_patch,
-    apply_merge_patch,
+    apply_merge_patch_body,
     apply_strategic_merge_patch,
     go_value,
 )
@@ -675,20 +680,25 @@ def _patch_invalid(value: str, detail: str) -> APIError:
 
 def apply_patch(content_type: str, current: dict[str, Any], patch: Any) -> dict[str, Any]:
     """A JSON, merge or strategic merge patch applied to ``current`` (the private copy that
-    ``guaranteed_update`` hands its mutation, so it is patched in place); a patch that cannot
-    apply is a 422 (JSON patch) or a 400, as kube-apiserver answers."""
+    ``guaranteed_update`` hands its mutation, so it is patched in place); a patch that does not
+    decode is a 400, as kube-apiserver answers (handlers/patch.go, applyJSPatch)."""
     try:
         if content_type == "application/json-patch+json":
             return apply_json_patch(current, patch, consume_original=True)
         if content_type == "application/merge-patch+json":
-            if not isinstance(patch, dict):
-                raise PatchError("merge patch must be a JSON object")
-            merged = apply_merge_patch(current, patch, consume_original=True)
-            assert isinstance(merged, dict)
-            return merged
+            return apply_merge_patch_body(current, patch, consume_original=True)
         return apply_strategic_merge_patch(current, patch, consume_original=True)
+    except JSONPatchApplyError as error:
+        # NewGenericServerResponse(422, …, isUnexpectedResponse=false): the library's reason
+        # is not sent, and the details stay empty.
+        status = APIError.make(
+            422, "Invalid", "the server rejected our request due to an error in our request"
+        ).status
+        del status["code"]
+        raise APIError({**status, "details": {}, "code": 422}) from error
+    except JSONPatchTooLarge as error:
+        raise APIError.too_large(error.message) from error
+    except PatchedNotAnObject as error:
+        raise _patch_invalid(error.patched_json, error.message) from error
     except PatchError as error:
-        json_patch = content_type == "application/json-patch+json"
-        raise APIError.make(
-            422 if json_patch else 400, "Invalid" if json_patch else "BadRequest", error.message
-        ) from error
+        raise APIError.bad_request(error.message) from error

@@ -1,6 +1,6 @@
 """The four patch types of ``PATCH`` requests.
 
-* JSON patch (RFC 6902), by the ``jsonpatch`` library;
+* JSON patch (RFC 6902), in ``json_patch``;
 * JSON merge patch (RFC 7386): maps merge, ``null`` deletes, lists are replaced;
 * strategic merge patch, Kubernetes' own: like merge patch, but lists that have a *patch
   merge key* in the Go types (``containers`` by ``name``, ``conditions`` by ``type`` …) merge
@@ -14,16 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import jsonpatch
 import orjson
 
+from taintplane.api.decoding import json_type
 from taintplane.apiserver.codec import clone
 
 __all__ = [
     "MERGE_KEYS",
     "PatchError",
-    "apply_json_patch",
     "apply_merge_patch",
+    "apply_merge_patch_body",
     "apply_strategic_merge_patch",
     "go_value",
 ]
@@ -87,23 +87,23 @@ def go_value(value: Any) -> str:
     return str(value)
 
 
-def apply_json_patch(
-    original: dict[str, Any], operations: object, *, consume_original: bool = False
+def apply_merge_patch_body(
+    original: dict[str, Any], patch: object, *, consume_original: bool = False
 ) -> dict[str, Any]:
-    """RFC 6902. ``consume_original``: the caller hands ``original`` over (a private copy),
-    so it is patched without being copied first; the patch itself is never modified."""
-    if not isinstance(operations, list):
-        raise PatchError("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-    target = original if consume_original else clone(original)
-    try:
-        result = jsonpatch.JsonPatch(clone(operations)).apply(target)
-    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
-        raise PatchError(str(error)) from error
-    except (TypeError, KeyError, IndexError, AttributeError) as error:
-        raise PatchError(f"invalid JSON patch: {error}") from error
-    if not isinstance(result, dict):
-        raise PatchError("the patch did not produce an object")
-    return result
+    """A ``PATCH`` request's merge patch, as applyJSPatch takes it: decoded strictly into a
+    map first (fieldValidation Strict or Warn), then ``null`` is json-patch's
+    ErrBadJSONPatch."""
+    if patch is None:
+        raise PatchError("Invalid JSON Patch")
+    if not isinstance(patch, dict):
+        raise PatchError(f"error decoding patch: {_not_a_map(patch)}")
+    merged: dict[str, Any] = apply_merge_patch(original, patch, consume_original=consume_original)
+    return merged
+
+
+def _not_a_map(value: object) -> str:
+    go_type = "map[string]interface {}"
+    return f"json: cannot unmarshal {json_type(value)} into Go value of type {go_type}"
 
 
 def apply_merge_patch(original: Any, patch: Any, *, consume_original: bool = False) -> Any:
@@ -128,9 +128,12 @@ def apply_strategic_merge_patch(
     original: dict[str, Any], patch: object, *, consume_original: bool = False
 ) -> dict[str, Any]:
     """``consume_original``: the caller hands ``original`` over (a private copy), so the result
-    may share or change it instead of copying it first."""
+    may share or change it instead of copying it first. A ``null`` patch changes nothing;
+    any other non-object fails to decode into the patch map (strategicPatchObject)."""
+    if patch is None:
+        return original if consume_original else clone(original)
     if not isinstance(patch, dict):
-        raise PatchError("strategic merge patch must be a JSON object")
+        raise PatchError(_not_a_map(patch))
     result = _merge_map(original if consume_original else clone(original), clone(patch))
     if result is None:
         return {}
