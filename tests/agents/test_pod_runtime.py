@@ -231,7 +231,12 @@ def test_the_kubelet_refuses_a_pod_bound_past_the_schedulers_checks(tmp_path: Pa
 def requesting(name: str, node: str = "node-1", **requests: str) -> dict[str, Any]:
     made = pod(name)
     made["spec"]["nodeName"] = node
-    made["spec"]["containers"][0]["resources"] = {"requests": dict(requests)}
+    resources: dict[str, Any] = {"requests": dict(requests)}
+    # Extended resources cannot be overcommitted: the API wants their limits set (and equal).
+    extended = {k: v for k, v in requests.items() if "/" in k}
+    if extended:
+        resources["limits"] = extended
+    made["spec"]["containers"][0]["resources"] = resources
     return made
 
 

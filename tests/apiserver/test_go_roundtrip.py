@@ -40,7 +40,7 @@ def _pod(name: str) -> dict[str, Any]:
                     "securityContext": {},
                     "resources": {
                         "requests": {"cpu": 0.1, "memory": "1.5Gi"},
-                        "limits": {"cpu": "1000m", "memory": "1024Ki"},
+                        "limits": {"cpu": "1000m", "memory": "2097152Ki"},
                     },
                 }
             ],
@@ -61,7 +61,7 @@ def _assert_normalized(pod: dict[str, Any]) -> None:
     assert container["securityContext"] == {}
     assert container["resources"] == {
         "requests": {"cpu": "100m", "memory": "1536Mi"},
-        "limits": {"cpu": "1", "memory": "1Mi"},
+        "limits": {"cpu": "1", "memory": "2Gi"},
     }
     assert spec["volumes"] == [{"name": "scratch", "emptyDir": {}}]
 

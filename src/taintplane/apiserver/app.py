@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 import orjson
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from taintplane.admission.chain import UserInfo
@@ -24,10 +24,17 @@ from taintplane.apiserver.admission_hook import create_system_priority_classes, 
 from taintplane.apiserver.auth.guard import LOOPBACK, SCOPE_USER, Guard
 from taintplane.apiserver.conversion import VIEWS, View
 from taintplane.apiserver.handlers import ResourceHandlers, json_response
+from taintplane.apiserver.health import (
+    NAMESPACES_HOOK,
+    PRIORITY_CLASSES_HOOK,
+    RBAC_HOOK,
+    HealthChecks,
+)
 from taintplane.apiserver.openapi import OpenAPI
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.requestinfo import RequestInfo, parse_resource_path
 from taintplane.apiserver.status import APIError
+from taintplane.apiserver.strategies.core import NAMESPACE_NAME_LABEL
 from taintplane.clock import Clock
 from taintplane.store.interface import Store
 
@@ -80,6 +87,7 @@ class APIServer:
         self._background: set[asyncio.Task[None]] = set()
         self.openapi = OpenAPI(scheme)
         self.compaction_interval = compaction_interval
+        self.health = HealthChecks(store, rbac=self.guard is not None)
 
     # ---- start-up --------------------------------------------------------------------------
 
@@ -93,10 +101,28 @@ class APIServer:
             except APIError as error:
                 if error.code != 409:
                     raise
+        await self._label_namespaces()
+        self.health.hook_finished(NAMESPACES_HOOK)
         await create_system_priority_classes(self.registry, self.scheme)
+        self.health.hook_finished(PRIORITY_CLASSES_HOOK)
         if self.guard is not None:
             await self.guard.bootstrap(self.registry, self.scheme)
+            self.health.hook_finished(RBAC_HOOK)
         self._spawn(self._compact_periodically())
+
+    async def _label_namespaces(self) -> None:
+        """Namespaces stored before taintplane labelled them (an older data directory) get
+        their ``kubernetes.io/metadata.name`` label now, rewritten once at start-up, where
+        kube-apiserver's defaulting adds it to every namespace it reads from etcd."""
+        ns_type = self._namespaces()
+        for namespace in (await self.registry.list(ns_type, "")).items:
+            metadata = namespace.get("metadata") or {}
+            if (metadata.get("labels") or {}).get(NAMESPACE_NAME_LABEL) == metadata.get("name"):
+                continue
+            # Writing it back unchanged is enough: the namespace strategy's defaulting labels it.
+            await self.registry.guaranteed_update(
+                ns_type, "", str(metadata["name"]), lambda ns: ns, manager="kube-apiserver"
+            )
 
     async def _compact_periodically(self) -> None:
         """Every interval, forget history older than the previous tick, as kube-apiserver
@@ -157,8 +183,11 @@ class APIServer:
         path = request.scope["path"].rstrip("/") or "/"
         segments = [s for s in path.split("/") if s]
         accept = request.headers.get("accept", "")
-        if path in ("/healthz", "/livez", "/readyz"):
-            return PlainTextResponse("ok")
+        if segments and segments[0] in ("healthz", "livez", "readyz"):
+            health = await self.health.serve(segments, request.query_params)
+            if health is None:
+                raise APIError.route_not_found()
+            return health
         if request.method != "GET" and len(segments) < 3:
             raise APIError.method_not_allowed(
                 "the server does not allow this method on the requested resource"
@@ -168,10 +197,10 @@ class APIServer:
                 return json_response(self.openapi.index())
             found = self.openapi.has("/".join(segments[2:]))
             if found is None:
-                raise _not_found()
+                raise APIError.route_not_found()
             return Response(self.openapi.document(*found), media_type="application/json")
         if segments[:1] == ["openapi"]:
-            raise _not_found()
+            raise APIError.route_not_found()
         if path == "/version":
             return json_response(discovery.version_info())
         if path == "/api":
@@ -195,16 +224,16 @@ class APIServer:
         if segments and segments[0] == "apis" and len(segments) >= 2:
             group = segments[1]
             if group not in self.scheme.groups():
-                raise _not_found()
+                raise APIError.route_not_found()
             if len(segments) == 2:
                 return json_response(discovery.legacy_group(self.scheme, group))
             version = segments[2]
             if version not in self.scheme.versions(group):
-                raise _not_found()
+                raise APIError.route_not_found()
             if len(segments) == 3:
                 return json_response(discovery.resource_list(self.scheme, group, version))
             return await self._resource(request, group, version, segments[3:])
-        raise _not_found()
+        raise APIError.route_not_found()
 
     async def _resource(
         self, request: Request, group: str, version: str, segments: list[str]
@@ -245,6 +274,7 @@ class APIServer:
         return json_response(converted, response.status_code)
 
     async def close(self) -> None:
+        self.health.shutting_down()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -272,7 +302,3 @@ def _with_stored_field_labels(request: Request, view: View) -> Request:
     ]
     scope = {**request.scope, "query_string": urlencode(params).encode()}
     return Request(scope, request.receive)
-
-
-def _not_found() -> APIError:
-    return APIError.make(404, "NotFound", "the server could not find the requested resource")

@@ -33,15 +33,15 @@ def parse_resource_path(
         namespace = segments[1]
         segments = segments[2:]
     if not segments:
-        raise APIError.make(404, "NotFound", "the server could not find the requested resource")
+        raise APIError.route_not_found()
     plural = segments[0]
     resource = scheme.lookup(group, version, plural)
     if resource is None:
-        raise APIError.make(404, "NotFound", "the server could not find the requested resource")
+        raise APIError.route_not_found()
     name = segments[1] if len(segments) > 1 else ""
     subresource = segments[2] if len(segments) > 2 else ""
     if len(segments) > 3 or (subresource and not resource.has_subresource(subresource)):
-        raise APIError.make(404, "NotFound", "the server could not find the requested resource")
+        raise APIError.route_not_found()
     if namespace and not resource.namespaced:
-        raise APIError.make(404, "NotFound", "the server could not find the requested resource")
+        raise APIError.route_not_found()
     return RequestInfo(resource, namespace, name, subresource)

@@ -46,8 +46,19 @@ class APIError(Exception):
         }
         if details:
             status["details"] = details
+        elif code in _ALWAYS_DETAILED:
+            # Every 404 and 405 apimachinery builds carries details: NewNotFound and
+            # NewMethodNotSupported name what was asked for, and NewGenericServerResponse (a
+            # path or method the server does not serve) an empty object. Clients rely on it:
+            # kubectl debug dereferences the details of the 404 for ephemeralcontainers.
+            status["details"] = {}
         status["code"] = code
         return cls(status)
+
+    @classmethod
+    def route_not_found(cls) -> APIError:
+        """NewGenericServerResponse(404): a path the server does not serve."""
+        return cls.make(404, "NotFound", "the server could not find the requested resource")
 
     @classmethod
     def not_found(cls, resource: ResourceType | str, name: str) -> APIError:
@@ -154,6 +165,10 @@ class APIError(Exception):
             f"Internal error occurred: {message}",
             {"causes": [{"message": message}]},
         )
+
+
+#: The codes whose Status always has a details object (see :meth:`APIError.make`).
+_ALWAYS_DETAILED = frozenset({404, 405})
 
 
 def _kind_of(resource: ResourceType | str) -> str:

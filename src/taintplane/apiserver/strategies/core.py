@@ -26,6 +26,7 @@ from taintplane.apiserver.strategies.rbac_validation import (
 from taintplane.apiserver.strategies.runtimeclass_validation import validate_overhead
 
 __all__ = [
+    "NAMESPACE_NAME_LABEL",
     "EventStrategy",
     "NamespaceStrategy",
     "NodeStrategy",
@@ -95,11 +96,35 @@ class NodeStrategy(Strategy):
         return fields
 
 
+#: v1.LabelMetadataName: every namespace carries its own name as this label.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def label_namespace_name(obj: dict[str, Any]) -> None:
+    """SetDefaults_Namespace (and the namespace strategy's Canonicalize): the label
+    ``kubernetes.io/metadata.name`` is the namespace's name, whatever a client sent, so it
+    cannot be removed or changed. A nameless namespace (generateName) waits for its name."""
+    metadata = meta(obj)
+    name = metadata.get("name")
+    if not name:
+        return
+    labels = metadata.get("labels")
+    if not isinstance(labels, dict):
+        labels = metadata["labels"] = {}
+    labels[NAMESPACE_NAME_LABEL] = name
+
+
 class NamespaceStrategy(Strategy):
     name_format = "label"
 
+    def default(self, obj: dict[str, Any]) -> None:
+        super().default(obj)
+        label_namespace_name(obj)
+
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         super().prepare_for_create(obj)
+        # Canonicalize's share: a generated name is known only now.
+        label_namespace_name(obj)
         # The namespace controller's finalizer is always there at creation (it may be
         # removed later through namespaces/finalize), after any the client asked for.
         finalizers = list((obj.get("spec") or {}).get("finalizers") or [])

@@ -18,6 +18,11 @@ from taintplane.api.validation import (
     validate_tolerations,
 )
 from taintplane.apiserver.strategies.base import Strategy, meta, spec_of
+from taintplane.apiserver.strategies.resource_requirements import (
+    default_pod_level_requests,
+    validate_container_resources,
+    validate_pod_level_resources,
+)
 
 __all__ = ["PodStrategy", "validate_pod_spec"]
 
@@ -96,6 +101,8 @@ class PodStrategy(Strategy):
                 if isinstance(container, dict):
                     _default_container(container)
                     _default_requests_to_limits(container)
+        # After the containers' defaults, as SetDefaults_Pod orders them.
+        default_pod_level_requests(spec)
         # PodCondition's times are not omitempty: the Go server writes them as null.
         status = obj.get("status")
         for condition in (status.get("conditions") or []) if isinstance(status, dict) else []:
@@ -288,8 +295,11 @@ def validate_pod_spec(
                 errors.append(FieldError.duplicate(at.child("name"), name))
             else:
                 seen.add(name)
-            if isinstance(container, dict) and not container.get("image"):
-                errors.append(FieldError.required(at.child("image")))
+            if isinstance(container, dict):
+                if not container.get("image"):
+                    errors.append(FieldError.required(at.child("image")))
+                errors += validate_container_resources(container, at)
+    errors += validate_pod_level_resources(spec, path.child("resources"))
     deadline = spec.get("activeDeadlineSeconds")
     if deadline is not None and not (isinstance(deadline, int) and 1 <= deadline <= MAX_INT32):
         errors.append(
