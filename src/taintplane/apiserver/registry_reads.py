@@ -22,7 +22,7 @@ from taintplane.apiserver.strategies import Strategy, strategy_for
 from taintplane.apiserver.strategies.base import meta
 from taintplane.clock import Clock
 from taintplane.store import errors as store_errors
-from taintplane.store.interface import KV, EventType, ListResult, Store, Watch
+from taintplane.store.interface import KV, EventType, ListResult, Store, Watch, WatchEvent
 
 __all__ = [
     "ListPage",
@@ -372,7 +372,7 @@ class RegistryReads:
         ``send_initial_events`` says so (unset: from "" or "0", as a legacy watch), then, with
         ``initial_events_end``, the BOOKMARK annotated ``k8s.io/initial-events-end`` that ends
         them (a watch-list). Selectors turn moves in and out of the selection into ADDED and
-        DELETED."""
+        DELETED (a move out carries the content that matched)."""
         progress = progress if progress is not None else WatchProgress()
         strategy = self.strategy(resource)
 
@@ -423,11 +423,24 @@ class RegistryReads:
                 elif now_in:
                     yield WatchItem("ADDED", obj)
                 elif was_in:
-                    yield WatchItem("DELETED", obj)
+                    yield WatchItem("DELETED", _left_selection(event, obj, previous))
         except store_errors.Compacted as error:
             raise from_store_error(error, resource, "") from error
         finally:
             watch.close()
+
+
+def _left_selection(
+    event: WatchEvent, obj: dict[str, Any], previous: dict[str, Any] | None
+) -> dict[str, Any]:
+    """What a DELETED carries for an object the watch no longer selects: the content the
+    watcher last saw match, at this event's resourceVersion (cache_watcher.go
+    convertToWatchEvent), not the new content that does not match. A deletion's value
+    already is the object's last content."""
+    if event.type is EventType.DELETED or previous is None:
+        return obj
+    meta(previous)["resourceVersion"] = str(event.revision)
+    return previous
 
 
 def _compacted(start: _ListStart) -> APIError:

@@ -9,7 +9,9 @@ indexes included (``spec.containers[0].foo``, as sigs.k8s.io/json's strict decod
 ``drop_unknown``, removed: decoding into the Go types loses them, so they are never stored.
 
 The walk also leaves the object as Go's decoder does: optional fields sent as null are
-dropped (nil, or a zero value omitempty leaves out) and quantities are put in canonical form.
+dropped (nil, or a zero value omitempty leaves out), quantities are put in canonical form,
+and times in the form Go encodes what it decoded (UTC with ``Z``; a Time in whole seconds, a
+MicroTime to the microsecond), text that is no RFC 3339 time with a zone failing the decode.
 ``omit_empty`` does what Go's encoder does once the write is admitted and valid: empty
 optional maps and lists are not written (a non-nil empty map is still non-nil to admission
 and validation, as RuntimeClass admission's ``overhead: {}``).
@@ -24,6 +26,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from taintplane.api.decoding import DecodeError, canonical_time
 from taintplane.api.quantity import go_parse_error
 from taintplane.api.quantity_format import canonical_quantity
 
@@ -54,6 +57,15 @@ QUANTITY_FIELDS = {
     ("CapacityRequestPolicyRange", "min"): True,
     ("CapacityRequestPolicyRange", "max"): True,
     ("CapacityRequestPolicyRange", "step"): True,
+}
+#: Struct fields of type metav1.MicroTime, by struct and field. The schemas give Time and
+#: MicroTime the same "date-time" format, but MicroTime parses and keeps six digits of
+#: fraction (coordination/v1 LeaseSpec; core/v1 and events/v1 Event and EventSeries).
+MICRO_TIME_FIELDS = {
+    ("LeaseSpec", "acquireTime"),
+    ("LeaseSpec", "renewTime"),
+    ("Event", "eventTime"),
+    ("EventSeries", "lastObservedTime"),
 }
 _MISSING = object()
 _JSON_TYPE = {
@@ -197,18 +209,36 @@ class _Path:
         return _Path(self.go, f"{self.strict}.{name}" if self.strict else name)
 
 
+@dataclass(frozen=True)
+class _StructInfo:
+    """What the walk needs of a struct, looked up once: its Go name, properties, required
+    fields, quantity fields (True for a pointer) and time fields (True for a MicroTime)."""
+
+    struct: str
+    properties: dict[str, Any]
+    required: frozenset[str]
+    quantities: dict[str, bool]
+    times: dict[str, bool]
+
+
 @cache
-def _struct_info(name: str) -> tuple[str, dict[str, Any], frozenset[str], dict[str, bool]] | None:
-    """A struct's Go name, properties, required fields and quantity fields, looked up once."""
+def _struct_info(name: str) -> _StructInfo | None:
     schema = schemas()["schemas"].get(name)
     if schema is None:
         return None
     struct = name.rsplit(".", 1)[1]
-    quantities = {
-        field: pointer for (owner, field), pointer in QUANTITY_FIELDS.items() if owner == struct
-    }
-    required = frozenset(schema.get("required") or ())
-    return struct, schema.get("properties") or {}, required, quantities
+    properties: dict[str, Any] = schema.get("properties") or {}
+    return _StructInfo(
+        struct,
+        properties,
+        frozenset(schema.get("required") or ()),
+        {field: pointer for (owner, field), pointer in QUANTITY_FIELDS.items() if owner == struct},
+        {
+            field: (struct, field) in MICRO_TIME_FIELDS
+            for field, prop in properties.items()
+            if prop.get("format") == "date-time"
+        },
+    )
 
 
 def _check_struct(
@@ -221,7 +251,8 @@ def _check_struct(
     info = _struct_info(name)
     if info is None:
         return
-    struct, properties, required, quantities = info
+    struct, properties, required = info.struct, info.properties, info.required
+    quantities = info.quantities
     unknown: list[str] = []
     omitted: list[str] = []
     for key, item in report.items(value):
@@ -244,6 +275,8 @@ def _check_struct(
             item = value[key]
             if _is_scalar_quantity(item):
                 continue
+        if isinstance(item, str) and key in info.times:
+            item = value[key] = _canonical_time(item, micro=info.times[key])
         _check_value(
             item,
             prop,
@@ -270,6 +303,16 @@ def _omits_null(key: str, prop: dict[str, Any], required: frozenset[str]) -> boo
     if key in required:
         return False
     return key == "creationTimestamp" or prop.get("format") != "date-time"
+
+
+def _canonical_time(item: str, *, micro: bool) -> str | None:
+    """A Time or MicroTime as Go stores it once decoded (UTC, ``Z``; whole seconds for a
+    Time), or null for Go's zero time; text ``time.Parse`` refuses fails decoding, as
+    metav1.Time.UnmarshalJSON does (``parsing time "…" as "2006-01-02T15:04:05Z07:00": …``)."""
+    try:
+        return canonical_time(item, micro=micro)
+    except DecodeError as error:
+        raise TypeCheckError(error.message) from error
 
 
 def _quantity_field(value: dict[str, Any], key: str, item: Any, *, pointer: bool) -> bool:
@@ -386,7 +429,7 @@ def _omit_in_struct(value: dict[str, Any], name: str, baseline: Mapping[str, Any
     info = _struct_info(name)
     if info is None:
         return
-    _, properties, required, _ = info
+    properties, required = info.properties, info.required
     empty: list[str] = []
     for key, item in value.items():
         if not isinstance(item, dict | list):
