@@ -130,3 +130,41 @@ def test_pending_deletion_answers_with_the_object_and_202_only_for_orphan_false(
     assert plain.json()["metadata"]["deletionTimestamp"]
     assert cascading.status_code == 202
     assert cascading.json()["kind"] == "PriorityClass"
+
+
+@pytest.mark.parametrize(
+    ("suffix", "value"), [("a", "True"), ("b", "1"), ("c", "yes"), ("d", "true")]
+)
+def test_orphan_dependents_reads_every_value_but_0_and_false_as_true(cluster, suffix, value):
+    """runtime.Convert_Slice_string_To_Pointer_bool: the Python client sends
+    ``orphanDependents=True``, which kube-apiserver reads as true (the orphan finalizer)."""
+    name = f"orphan-{suffix}"
+    with httpx.Client(base_url=cluster.url, timeout=30) as api:
+        base = "/apis/apps/v1/namespaces/default/replicasets"
+        template = {
+            "metadata": {"labels": {"a": name}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        }
+        body = {
+            "metadata": {"name": name},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"a": name}}, "template": template},
+        }
+        assert api.post(base, json=body).status_code == 201
+        response = api.delete(f"{base}/{name}?orphanDependents={value}")
+        assert response.status_code == 200, response.text
+        assert "orphan" in response.json()["metadata"]["finalizers"]
+
+
+def test_delete_collection_checks_its_options_before_listing(cluster):
+    """handlers/delete.go DeleteCollectionResource: ValidateDeleteOptions runs first, so a bad
+    DeleteOptions is a 422 even when nothing matches."""
+    with httpx.Client(base_url=cluster.url, timeout=30) as api:
+        response = api.request(
+            "DELETE",
+            "/apis/apps/v1/namespaces/default/replicasets?labelSelector=app%3Dnone",
+            json={"orphanDependents": True, "propagationPolicy": "Background"},
+        )
+    assert response.status_code == 422
+    assert response.json()["message"].endswith(
+        "orphanDependents and deletionPropagation cannot be both set"
+    )

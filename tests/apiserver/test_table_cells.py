@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from taintplane.apiserver.table_columns import since
 from taintplane.apiserver.table_rbac_dra import DEFAULT_COLUMNS, DEVICE_TAINT_RULE_COLUMNS
 from taintplane.apiserver.table_workloads import EVENT_COLUMNS, claim_state
 
@@ -85,3 +86,12 @@ def test_a_device_taint_rule_without_time_added_leaves_the_cell_empty() -> None:
 def test_created_at_is_rfc3339_in_utc(created: str | None, expected: str) -> None:
     role = {"metadata": {"name": "r", "creationTimestamp": created}}
     assert [c.cell(role, NOW) for c in DEFAULT_COLUMNS] == ["r", expected]
+
+
+def test_an_age_from_a_naive_time_an_older_version_stored_reads_as_utc() -> None:
+    """Before timestamps were decoded as Go does, a naive time could be stored; its age is
+    counted as UTC rather than failing the whole table."""
+    now = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
+    assert since("2026-01-01T00:00:00", now) == "5m"
+    assert since("2026-01-01T00:00:00Z", now) == "5m"
+    assert since("yesterday", now) == "<unknown>"

@@ -570,7 +570,9 @@ class ResourceHandlers:
             options["propagationPolicy"] = policy
         orphan = request.query_params.get("orphanDependents")
         if orphan is not None:
-            options["orphanDependents"] = orphan == "true"
+            # runtime.Convert_Slice_string_To_Pointer_bool: anything but 0/false is true
+            # (the Python client sends "True").
+            options["orphanDependents"] = orphan.lower() not in ("0", "false")
         return options
 
     async def _delete(self, request: Request, info: RequestInfo) -> Response:
@@ -599,6 +601,7 @@ class ResourceHandlers:
 
     async def _delete_collection(self, request: Request, info: RequestInfo) -> Response:
         options = await self._delete_options(request)
+        propagation = propagation_policy(options)  # ValidateDeleteOptions before listing
         labels, fields = self._selectors(request)
         self._check_fields(info.resource, fields)
         page = await self.registry.list(info.resource, info.namespace, labels=labels, fields=fields)
@@ -611,7 +614,7 @@ class ResourceHandlers:
                     obj["metadata"]["name"],
                     grace_period=options.get("gracePeriodSeconds"),
                     dry_run=self._dry_run(request),
-                    propagation=propagation_policy(options),
+                    propagation=propagation,
                 )
             except APIError as error:
                 if error.code == 404:

@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from taintplane.api.decoding import parse_timestamp
+
 __all__ = [
     "AGE",
     "AGE_DESCRIPTION",
@@ -101,9 +103,8 @@ def human_duration(seconds: float) -> str:
 def since(stamp: object, now: datetime) -> str:
     if not isinstance(stamp, str) or not stamp:
         return "<unknown>"
-    try:
-        then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
+    then = parse_timestamp(stamp)  # a naive time stored by an older version reads as UTC
+    if then is None:
         return "<unknown>"
     return human_duration((now - then).total_seconds())
 

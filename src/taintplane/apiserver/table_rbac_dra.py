@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from taintplane.api.decoding import parse_timestamp
 from taintplane.apiserver.table_columns import (
     AGE,
     AGE_DESCRIPTION,
@@ -30,9 +31,8 @@ __all__ = [
 def _created_at(obj: Obj, _: datetime) -> str:
     """``rest.NewDefaultTableConvertor``'s cell: the creation time itself, RFC 3339 in UTC."""
     stamp = get_path(obj, "metadata", "creationTimestamp")
-    try:
-        created = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-    except ValueError:
+    created = parse_timestamp(stamp)
+    if created is None:
         created = datetime.min.replace(tzinfo=UTC)  # Go's zero time, as an unset stamp prints
     return created.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from taintplane.api.decoding import parse_timestamp
 from taintplane.api.selectors import SelectorError, label_selector_from_dict
 from taintplane.apiserver.table_columns import (
     Column,
@@ -64,10 +65,7 @@ def _finished_at(state: Mapping[str, Any]) -> datetime | None:
     stamp = get_path(state, "lastState", "terminated", "finishedAt", default=None)
     if not isinstance(stamp, str) or not stamp:
         return None
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+    return parse_timestamp(stamp)  # a naive time stored by an older version reads as UTC
 
 
 def _later(first: datetime | None, second: datetime | None) -> datetime | None:
