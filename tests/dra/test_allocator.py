@@ -352,5 +352,9 @@ def test_slices_for_all_nodes_or_by_selector_and_class_config():
     result = Allocator([claim(req())], set(), configured, [gpus()]).allocate("n1", {})
     assert result is not None
     assert result[0]["devices"]["config"] == [
-        {"source": "FromClass", "opaque": {"driver": DRIVER, "parameters": {"a": 1}}}
+        {
+            "source": "FromClass",
+            "requests": ["gpu"],
+            "opaque": {"driver": DRIVER, "parameters": {"a": 1}},
+        }
     ]

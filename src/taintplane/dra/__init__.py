@@ -6,6 +6,8 @@
   ``k8s.io/dynamic-resource-allocation/resourceclaim`` has them;
 * :mod:`taintplane.dra.devices` — the pools and devices a node can use, with the taints of
   their slices plus the DeviceTaintRules that select them;
+* :mod:`taintplane.dra.constraints` — claims' ``matchAttribute`` constraints;
+* :mod:`taintplane.dra.config` — the configurations an allocation result carries;
 * :mod:`taintplane.dra.allocator` — the structured allocator.
 
 Only :mod:`taintplane.api` is imported, so the scheduler and the controllers can share it.

@@ -7,15 +7,18 @@ request when
 
 * its pool is complete and the slice is for the node,
 * the DeviceClass's selectors and then the request's selectors (CEL) accept it,
-* no other claim has it (allocated in a claim's status, or picked earlier in this attempt),
+* no other claim has it (allocated in a claim's status, or picked earlier in this attempt) —
+  except for a request with ``adminAccess``, which may share a device with anyone but its own
+  claim and is recorded with ``adminAccess: true`` (such results take no device from others),
 * every ``NoSchedule`` and ``NoExecute`` taint on it (from the slice or a DeviceTaintRule) is
   tolerated by the request; ``None`` and unknown effects never block, and a ``NoExecute``
-  toleration does not cover a ``NoSchedule`` taint.
+  toleration does not cover a ``NoSchedule`` taint,
+* it keeps the claim's ``matchAttribute`` constraints (:mod:`taintplane.dra.constraints`).
 
 ``ExactCount`` needs ``count`` such devices; ``All`` needs every device the selectors accept
-on the node, each free and tolerated, and at least one. :class:`AllocationError` is upstream's
-"something is wrong with the claim or class" (a CEL error, a missing class); a node that
-simply has no room yields ``None``.
+on the node, each free and tolerated, and at least one; one of them that breaks a constraint
+makes the claim an error. :class:`AllocationError` is upstream's "something is wrong with the
+claim or class" (a CEL error, a missing class); a node that simply has no room yields ``None``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from typing import Any
 from taintplane.api.device_taints import DeviceTaintEffect, DeviceToleration
 from taintplane.dra.cel import CelCache, CelError, device_variable
 from taintplane.dra.claims import DeviceID, kobj
+from taintplane.dra.config import ChosenRequest, allocation_config
+from taintplane.dra.constraints import MatchAttribute
 from taintplane.dra.devices import Device, Pool, RuleTaint, gather_pools
 
 __all__ = ["ALLOCATION_RESULTS_MAX_SIZE", "AllocationError", "Allocator", "taint_blocks"]
@@ -51,10 +56,26 @@ def taint_blocks(device: Device, tolerations: Sequence[DeviceToleration]) -> boo
 class _Exact:
     """One request or subrequest (``requestAccessor``)."""
 
-    name: str  # "request" or "request/subrequest"
+    request: str  # the claim's request
+    subrequest: str  # "" unless one of its firstAvailable
     spec: Mapping[str, Any]
     tolerations: list[DeviceToleration]
     candidates: list[Device] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """As in results: "request" or "request/subrequest"."""
+        return f"{self.request}/{self.subrequest}" if self.subrequest else self.request
+
+    @property
+    def own_name(self) -> str:
+        """``requestAccessor.name()``, as upstream's messages name it."""
+        return self.subrequest or self.request
+
+    @property
+    def admin_access(self) -> bool:
+        # Subrequests have no adminAccess field.
+        return not self.subrequest and bool(self.spec.get("adminAccess"))
 
     @property
     def all_devices(self) -> bool:
@@ -101,9 +122,16 @@ class _Run:
         self.pools = pools
         self.node_name = node_name
         self.usable = [d for p in pools if not p.incomplete for d in p.devices]
-        self.requests = [self._requests(claim) for claim in allocator.claims]
-        self.in_use: set[DeviceID] = set(allocator.allocated)
+        self.requests: list[list[list[_Exact]]] = []
+        self.constraints: list[list[MatchAttribute]] = []
+        for claim in allocator.claims:
+            self.requests.append(self._requests(claim))
+            self.constraints.append(_constraints(claim))
+        #: The claims (by index) each device is being allocated to in this attempt.
+        self.allocating: dict[DeviceID, set[int]] = {}
         self.results: list[list[tuple[_Exact, Device]]] = [[] for _ in allocator.claims]
+        #: Per claim and request, the alternative (subrequest) in use.
+        self.selected = [[0] * len(requests) for requests in self.requests]
 
     # ---- preparing -------------------------------------------------------------------------
 
@@ -113,10 +141,10 @@ class _Run:
         for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
             name = str(request.get("name", ""))
             if isinstance(request.get("exactly"), Mapping):
-                alternatives = [self._exact(claim, name, request["exactly"])]
+                alternatives = [self._exact(claim, name, "", request["exactly"])]
             else:
                 alternatives = [
-                    self._exact(claim, f"{name}/{sub.get('name', '')}", sub)
+                    self._exact(claim, name, str(sub.get("name", "")), sub)
                     for sub in request.get("firstAvailable") or []
                 ]
             out.append(alternatives)
@@ -131,7 +159,11 @@ class _Run:
     def _needed(self, request: _Exact) -> int:
         return len(request.candidates) if request.all_devices else request.count
 
-    def _exact(self, claim: Mapping[str, Any], name: str, spec: Mapping[str, Any]) -> _Exact:
+    def _exact(
+        self, claim: Mapping[str, Any], parent: str, sub: str, spec: Mapping[str, Any]
+    ) -> _Exact:
+        # Upstream's messages name a subrequest by its own name (requestAccessor.name()).
+        name = sub or parent
         class_name = str(spec.get("deviceClassName", ""))
         device_class = self.a.classes.get(class_name)
         if device_class is None:
@@ -145,7 +177,7 @@ class _Run:
                 f"claim {kobj(claim)}, request {name}: unsupported count mode {mode}"
             )
         tolerations = [DeviceToleration.from_dict(t) for t in spec.get("tolerations") or []]
-        request = _Exact(name, spec, tolerations)
+        request = _Exact(parent, sub, spec, tolerations)
         if mode == "All":
             for pool in self.pools:
                 if pool.incomplete:
@@ -193,7 +225,11 @@ class _Run:
             return True
         if ri == len(self.requests[ci]):
             return self._claim(ci + 1, 0)
-        return any(self._fill(ci, ri, alt, 0, 0) for alt in self.requests[ci][ri])
+        for index, alternative in enumerate(self.requests[ci][ri]):
+            self.selected[ci][ri] = index
+            if self._fill(ci, ri, alternative, 0, 0):
+                return True
+        return False
 
     def _fill(self, ci: int, ri: int, request: _Exact, picked: int, start: int) -> bool:
         if request.all_devices:
@@ -202,37 +238,63 @@ class _Run:
             return self._claim(ci, ri + 1)
         if len(self.results[ci]) >= ALLOCATION_RESULTS_MAX_SIZE:
             return False
+        # Devices are tried in combinations rather than upstream's orderings: what is left to
+        # search after picking a set of devices does not depend on their order.
         for index in range(start, len(request.candidates)):
             device = request.candidates[index]
-            if device.id in self.in_use or self._tainted(device, request):
+            if not self._take(ci, request, device):
                 continue
-            self._take(ci, request, device)
             if self._fill(ci, ri, request, picked + 1, index + 1):
                 return True
-            self._release(ci, device)
+            self._release(ci, request, device)
         return False
-
-    def _tainted(self, device: Device, request: _Exact) -> bool:
-        return self.a.device_taints and taint_blocks(device, request.tolerations)
 
     def _fill_all(self, ci: int, ri: int, request: _Exact) -> bool:
-        devices = request.candidates
-        if not devices or any(d.id in self.in_use or self._tainted(d, request) for d in devices):
-            return False
-        for device in devices:
-            self._take(ci, request, device)
-        if self._claim(ci, ri + 1):
-            return True
-        for device in reversed(devices):
-            self._release(ci, device)
+        taken: list[Device] = []
+        for device in request.candidates:
+            if not self._take(ci, request, device, must=True):
+                break
+            taken.append(device)
+        else:
+            if taken and self._claim(ci, ri + 1):
+                return True
+        for device in reversed(taken):
+            self._release(ci, request, device)
         return False
 
-    def _take(self, ci: int, request: _Exact, device: Device) -> None:
-        self.in_use.add(device.id)
+    def _take(self, ci: int, request: _Exact, device: Device, *, must: bool = False) -> bool:
+        """``allocateDevice``: records the device for the request if it is free for it, its
+        taints tolerated and the claim's constraints kept; ``must`` (for ``All``) makes a
+        broken constraint an error."""
+        claims = self.allocating.get(device.id, set())
+        if request.admin_access:
+            if ci in claims:
+                return False
+        elif claims or device.id in self.a.allocated:
+            return False
+        if self.a.device_taints and taint_blocks(device, request.tolerations):
+            return False
+        added: list[MatchAttribute] = []
+        for constraint in self.constraints[ci]:
+            if not constraint.add(request.request, request.subrequest, device):
+                if must:
+                    raise AllocationError(
+                        f"claim {kobj(self.a.claims[ci])}, request {request.own_name}: cannot "
+                        f"add device {device.id_string()} because a claim constraint would "
+                        "not be satisfied"
+                    )
+                for done in added:
+                    done.remove(request.request, request.subrequest)
+                return False
+            added.append(constraint)
+        self.allocating.setdefault(device.id, set()).add(ci)
         self.results[ci].append((request, device))
+        return True
 
-    def _release(self, ci: int, device: Device) -> None:
-        self.in_use.discard(device.id)
+    def _release(self, ci: int, request: _Exact, device: Device) -> None:
+        for constraint in self.constraints[ci]:
+            constraint.remove(request.request, request.subrequest)
+        self.allocating[device.id].discard(ci)
         self.results[ci].pop()
 
     # ---- results ---------------------------------------------------------------------------
@@ -250,25 +312,12 @@ class _Run:
         return result
 
     def _config(self, claim: Mapping[str, Any], ci: int) -> list[dict[str, Any]]:
-        """Class configurations (once per class, for the requests using it), then the claim's."""
-        names = [str(r.get("name", "")) for r in _claim_requests(claim)]
-        by_class: dict[str, list[str]] = {}
-        chosen = {request.name: request for request, _ in self.results[ci]}
-        for request in chosen.values():
-            by_class.setdefault(str(request.spec.get("deviceClassName", "")), []).append(
-                request.name
-            )
-        out: list[dict[str, Any]] = []
-        for class_name, requests in by_class.items():
-            spec = self.a.classes[class_name].get("spec") or {}
-            for entry in spec.get("config") or []:
-                out.append({"source": "FromClass", "requests": list(requests), **entry})
-        for entry in ((claim.get("spec") or {}).get("devices") or {}).get("config") or []:
-            out.append({"source": "FromClaim", **entry})
-        for entry in out:
-            if len(entry.get("requests") or []) == len(names):
-                entry.pop("requests", None)
-        return out
+        chosen = []
+        for ri, alternatives in enumerate(self.requests[ci]):
+            request = alternatives[self.selected[ci][ri]]
+            device_class = str(request.spec.get("deviceClassName", ""))
+            chosen.append(ChosenRequest(request.request, request.name, device_class))
+        return allocation_config(claim, chosen, self.a.classes)
 
     def _node_selector(self, devices: list[Device]) -> dict[str, Any] | None:
         expressions: list[Any] = []
@@ -305,8 +354,19 @@ class _Run:
         return {"nodeSelectorTerms": [term]} if term else None
 
 
-def _claim_requests(claim: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return list(((claim.get("spec") or {}).get("devices") or {}).get("requests") or [])
+def _constraints(claim: Mapping[str, Any]) -> list[MatchAttribute]:
+    out: list[MatchAttribute] = []
+    devices = (claim.get("spec") or {}).get("devices") or {}
+    for index, constraint in enumerate(devices.get("constraints") or []):
+        attribute = (constraint or {}).get("matchAttribute")
+        if not attribute:
+            raise AllocationError(
+                f"claim {kobj(claim)}, constraint #{index}: empty constraint "
+                "(unsupported constraint type?)"
+            )
+        requests = [str(n) for n in (constraint or {}).get("requests") or []]
+        out.append(MatchAttribute(requests, str(attribute)))
+    return out
 
 
 def _device_result(request: _Exact, device: Device) -> dict[str, Any]:
@@ -316,6 +376,8 @@ def _device_result(request: _Exact, device: Device) -> dict[str, Any]:
         "pool": device.id[1],
         "device": device.id[2],
     }
+    if request.admin_access:
+        result["adminAccess"] = True
     if request.tolerations:
         result["tolerations"] = [t.to_dict() for t in request.tolerations]
     return result
