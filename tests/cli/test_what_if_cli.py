@@ -57,6 +57,10 @@ def test_what_if_on_the_live_cluster_changes_nothing_there(cluster: Running) -> 
     assert {(p["outcome"], p["offsetSeconds"]) for p in report["pods"]} == {("evicted", 0.0)}
     assert len(report["replacements"]) == len(before[busiest])
     assert {r["node"] for r in report["replacements"]} <= {"node-1", "node-2", "node-3"} - {busiest}
+    assert report["placementNote"] == (
+        "where pods are scheduled is one possible outcome: nodes that score equally are chosen "
+        "at random, as the scheduler does"
+    )
     first = report["timeline"][0]
     assert (first["event"], first["name"], first["detail"], first["offsetSeconds"]) == (
         "tainted",
@@ -186,3 +190,19 @@ def test_what_if_says_what_it_could_not_simulate(cluster: Running, tmp_path: Pat
     )
     row = next(line for line in done.stdout.splitlines() if line.startswith("default     db-0"))
     assert row.endswith("; its owner StatefulSet/db is not simulated: a replacement is not shown")
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_a_selector_matching_no_node_changes_nothing_and_succeeds_as_kubectl_does(
+    cluster: Running, output: str
+) -> None:
+    taint = ("nodes", "-l", "pool=zzz", "x=y:NoExecute")
+    real = cluster.kubectl.run("taint", *taint)
+    assert (real.returncode, real.stdout) == (0, "")
+    done = cluster.taintplane("what-if", "taint", *taint, "-o", output)
+    assert (done.returncode, done.stderr) == (0, "")
+    message = "No node matches -l pool=zzz: nothing would change."
+    if output == "text":
+        assert done.stdout == message + "\n"
+    else:
+        assert json.loads(done.stdout) == {"nodes": [], "summary": message}

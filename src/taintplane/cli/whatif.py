@@ -31,7 +31,9 @@ from taintplane.client import ApiError, Client, HTTPTransport
 from taintplane.clock import RealClock
 from taintplane.sim.snapshot import SnapshotError, read_live, read_snapshot_file, snapshot_instant
 from taintplane.sim.whatif import (
+    PLACEMENT_NOTE,
     STEPS,
+    Replacement,
     WhatIfError,
     WhatIfReport,
     default_window,
@@ -127,9 +129,18 @@ def what_if_taint_command(
             selector=label_selector,
             all_nodes=all_nodes,
             overwrite=overwrite,
+            allow_no_match=True,
         )
     except WhatIfError as error:
         raise click.ClickException(str(error)) from error
+    if not plan.nodes:
+        # kubectl taint -l/--all matching nothing prints nothing and succeeds: so does this.
+        nothing = _nothing_matched(selector)
+        if output == "json":
+            click.echo(json.dumps({"nodes": [], "summary": nothing}, indent=2))
+        else:
+            click.echo(nothing)
+        return
     if window is None:
         window = default_window(objects, plan)
 
@@ -151,6 +162,12 @@ def what_if_taint_command(
                 report, taint_command(args, selector, all_nodes=all_nodes, overwrite=overwrite)
             )
         )
+
+
+def _nothing_matched(selector: str) -> str:
+    if selector:
+        return f"No node matches -l {selector}: nothing would change."
+    return "There are no nodes: nothing would change."
 
 
 def taint_command(args: tuple[str, ...], selector: str, *, all_nodes: bool, overwrite: bool) -> str:
@@ -247,6 +264,7 @@ def render_text(report: WhatIfReport, command: str | None = None) -> str:
     if not set(plan.nodes) <= set(shlex.split(command)):
         # Chosen by -l or --all: say which nodes that was.
         lines[1:1] = [f"Nodes: {' '.join(plan.nodes)}"]
+    lines[2:2] = [f"Warning: {warning}" for warning in report.warnings]
     lines += columns(
         ("TIME", "EVENT", "OBJECT", "DETAIL"),
         [(_offset(report, h.at), h.event, h.object, h.detail) for h in report.timeline],
@@ -262,26 +280,35 @@ def render_text(report: WhatIfReport, command: str | None = None) -> str:
         )
     if report.replacements:
         lines += ["", "Pods created meanwhile:"]
-        lines += columns(
-            ("NAMESPACE", "POD", "OWNER", "NODE", "DETAIL"),
-            [
-                (
-                    r.namespace,
-                    r.name,
-                    r.owner or "-",
-                    r.node or ("<none>" if r.gone else "<pending>"),
-                    r.detail,
-                )
-                for r in report.replacements
-            ],
-        )
+        lines += _placed_columns(report.replacements)
+    if report.scheduled_pending:
+        lines += ["", "Pending pods scheduled meanwhile:"]
+        lines += _placed_columns(report.scheduled_pending)
     if report.not_simulated:
         lines += [
             "",
             "Not simulated (the copy runs without them): " + ", ".join(report.not_simulated),
         ]
+    if any(r.node for r in [*report.replacements, *report.scheduled_pending]):
+        lines += ["", f"Note: {PLACEMENT_NOTE}."]
     lines += ["", _summary(report)]
     return "\n".join(lines)
+
+
+def _placed_columns(pods: list[Replacement]) -> list[str]:
+    return columns(
+        ("NAMESPACE", "POD", "OWNER", "NODE", "DETAIL"),
+        [
+            (
+                r.namespace,
+                r.name,
+                r.owner or "-",
+                r.node or ("<none>" if r.gone else "<pending>"),
+                r.detail,
+            )
+            for r in pods
+        ],
+    )
 
 
 def _summary(report: WhatIfReport) -> str:
@@ -290,14 +317,25 @@ def _summary(report: WhatIfReport) -> str:
     pending = sum(1 for r in report.replacements if r.pending)
     where = ", ".join(f"{node}: {count}" for node, count in sorted(placed.items()))
     deleted = sum(1 for p in report.affected if p.outcome == "deleted")
+    terminating = sum(1 for p in report.affected if p.outcome == "terminating")
     created = len(report.replacements)
     text = (
         f"Summary: of {_count(len(report.affected), 'pod')} on the tainted nodes, {evicted} "
-        f"evicted, {deleted} deleted; {_count(created, 'pod')} created, "
-        f"{sum(placed.values())} scheduled"
+        f"evicted, {deleted} deleted"
     )
+    text += f", {terminating} already terminating" if terminating else ""
+    text += f"; {_count(created, 'pod')} created, {sum(placed.values())} scheduled"
     text += f" ({where})" if where else ""
-    return text + f", {pending} pending."
+    text += f", {pending} pending"
+    if report.scheduled_pending:
+        landed = Counter(r.node for r in report.scheduled_pending if r.node)
+        text += (
+            f"; {len(report.scheduled_pending)} Pending "
+            f"{'pod' if len(report.scheduled_pending) == 1 else 'pods'} scheduled ("
+            + ", ".join(f"{node}: {count}" for node, count in sorted(landed.items()))
+            + ")"
+        )
+    return text + "."
 
 
 def _count(n: int, noun: str) -> str:

@@ -30,7 +30,8 @@ class Happening:
 
     at: datetime
     #: tainted, untainted, node-condition, created, scheduled, unschedulable, evicting,
-    #: terminating, running, failed, succeeded, deleted
+    #: marked (a pod already terminating given a DisruptionTarget condition), terminating,
+    #: running, failed, succeeded, deleted
     event: str
     kind: str
     name: str
@@ -64,15 +65,25 @@ def _pod_changes(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, st
         scheduled.get("message") != before.get("message") or before.get("reason") != "Unschedulable"
     ):
         changes.append(("unschedulable", str(scheduled.get("message") or "")))
+    disruption = find_condition(new, "DisruptionTarget") or {}
+    disrupted = disruption.get("status") == "True"
+    why = f"{disruption.get('reason')}: {disruption.get('message')}"
     if new["metadata"].get("deletionTimestamp") and not old.get("metadata", {}).get(
         "deletionTimestamp"
     ):
-        disruption = find_condition(new, "DisruptionTarget")
-        if disruption is not None and disruption.get("status") == "True":
-            changes.append(("evicting", f"{disruption.get('reason')}: {disruption.get('message')}"))
+        if disrupted:
+            changes.append(("evicting", why))
         else:
             grace = new["metadata"].get("deletionGracePeriodSeconds")
             changes.append(("terminating", f"grace period {grace}s"))
+    elif (
+        new["metadata"].get("deletionTimestamp")
+        and disrupted
+        and (find_condition(old, "DisruptionTarget") or {}).get("status") != "True"
+    ):
+        # The taint eviction controller marks (and deletes again) a pod whose deletion had
+        # already begun: the DisruptionTarget condition is all that changes.
+        changes.append(("marked", why))
     phase = (new.get("status") or {}).get("phase")
     if phase != (old.get("status") or {}).get("phase"):
         status = new.get("status") or {}
@@ -123,6 +134,8 @@ class Recorder:
         #: When each pod's deletion began, whether it was an eviction, and why.
         self.deleting: dict[str, tuple[datetime, bool, str]] = {}
         self.deleted: dict[str, datetime] = {}
+        #: When a pod already terminating was given a DisruptionTarget condition, and why.
+        self.marked: dict[str, tuple[datetime, str]] = {}
         #: The node each pod was last scheduled to while armed.
         self.placed: dict[str, str] = {}
         self.unschedulable: dict[str, str] = {}
@@ -212,6 +225,8 @@ class Recorder:
             self._record(event, new, detail)
             if event in ("evicting", "terminating"):
                 self.deleting[key] = (self.clock.now(), event == "evicting", detail)
+            elif event == "marked":
+                self.marked[key] = (self.clock.now(), detail)
             elif event == "unschedulable":
                 self.unschedulable[key] = detail
             elif event == "scheduled":

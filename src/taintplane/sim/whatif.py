@@ -4,26 +4,30 @@ The copy starts from a snapshot (a file, or the live cluster read over its API) 
 scratch store and runs every component the real cluster runs: the scheduler, the controller
 manager (taint eviction, ReplicaSets, Deployments, DaemonSets, disruption budgets, …) and a
 simulated kubelet for every node that is Ready in the snapshot. A node that is not Ready gets
-none: it stays as silent as it is. The taint is applied as ``kubectl taint`` applies it, the
-clock is moved to the end of the window, and what happens to pods and nodes is written down at
-the instant it happens.
+none: it stays as silent as it is. The taint is applied as ``kubectl taint`` applies it (one
+node at a time, the cluster reacting in between), the clock is moved to the end of the window,
+and what happens to pods and nodes is written down at the instant it happens.
+
+Where a pod is scheduled is one sample: the scheduler picks at random among the nodes that score
+best, as upstream's ``selectHost`` does, so the report says so rather than present it as certain.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from taintplane.agents.nodes import NodeShape
-from taintplane.api.decoding import format_time
+from taintplane.api.decoding import format_time, parse_timestamp
 from taintplane.api.duration import format_duration
 from taintplane.api.features import FeatureGates
+from taintplane.api.podconditions import find_condition
 from taintplane.api.scheme import SCHEME
-from taintplane.api.selectors import LabelSelector
+from taintplane.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
 from taintplane.api.taint_spec import TaintChanges, TaintSpecError, apply_taint_changes
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.tolerations import (
@@ -34,11 +38,12 @@ from taintplane.api.tolerations import (
 from taintplane.client import Client, object_key
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import in_process_cluster
-from taintplane.sim.recorder import NODES, Happening, Recorder, node_taints
+from taintplane.sim.recorder import NODES, Happening, Recorder, node_taints, owner_of
 from taintplane.sim.snapshot import not_restored
 
 __all__ = [
     "NODE_RESOURCE_NAMES",
+    "PLACEMENT_NOTE",
     "Happening",
     "PodOutcome",
     "Replacement",
@@ -60,6 +65,14 @@ DEFAULT_GRACE_SECONDS = 30
 #: How many steps the clock takes through the window (each one reports progress).
 STEPS = 100
 
+
+#: Said once with every report: a placement is one outcome of the scheduler's random tie-break.
+PLACEMENT_NOTE = (
+    "where pods are scheduled is one possible outcome: nodes that score equally are chosen "
+    "at random, as the scheduler does"
+)
+#: The taint eviction controller's DisruptionTarget reason (PDBs do not hold it back).
+TAINT_EVICTION_REASON = "DeletionByTaintManager"
 
 #: What ``kubectl taint`` accepts as the resource type.
 NODE_RESOURCE_NAMES = frozenset({"node", "nodes", "no"})
@@ -86,10 +99,14 @@ class PodOutcome:
     name: str
     node: str
     #: evicted (by the taint eviction controller or the Eviction API: a DisruptionTarget
-    #: condition), deleted (by anyone else, e.g. its DaemonSet), or stays
+    #: condition), deleted (by anyone else, e.g. its DaemonSet), terminating (its deletion
+    #: began before the taint), or stays
     outcome: str
     at: datetime | None
     detail: str
+    #: The PodDisruptionBudgets covering a pod the taint eviction controller evicted: upstream
+    #: does not consult them, so they did not hold the eviction back.
+    budgets_not_applied: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,9 +135,14 @@ class WhatIfReport:
     timeline: list[Happening] = field(default_factory=list)
     affected: list[PodOutcome] = field(default_factory=list)
     replacements: list[Replacement] = field(default_factory=list)
+    #: Pods Pending before the change that were scheduled in the window (e.g. once a taint
+    #: that kept them off a node is removed), and where they went.
+    scheduled_pending: list[Replacement] = field(default_factory=list)
     #: Kinds of the snapshot the copy runs without (``apiVersion Kind``): nothing of theirs
     #: happens in it (a StatefulSet does not replace its pods, a Job does not finish).
     not_simulated: list[str] = field(default_factory=list)
+    #: Where the copy may differ from the cluster (e.g. NoExecute countdowns restarted).
+    warnings: list[str] = field(default_factory=list)
 
     def offset(self, moment: datetime) -> float:
         return (moment - self.start).total_seconds()
@@ -131,6 +153,19 @@ class WhatIfReport:
                 return {"at": None, "offsetSeconds": None}
             return {"at": format_time(moment), "offsetSeconds": self.offset(moment)}
 
+        def placed(pods: list[Replacement]) -> list[dict[str, Any]]:
+            return [
+                {
+                    "namespace": r.namespace,
+                    "name": r.name,
+                    "owner": r.owner,
+                    "node": r.node,
+                    "detail": r.detail,
+                    "deleted": r.gone,
+                }
+                for r in pods
+            ]
+
         return {
             "start": format_time(self.start),
             "until": format_time(self.end),
@@ -138,6 +173,8 @@ class WhatIfReport:
             "taints": [t.to_string() for t in self.plan.changes.add],
             "removedTaints": [t.to_string() for t in self.plan.changes.remove],
             "notSimulated": self.not_simulated,
+            "warnings": self.warnings,
+            "placementNote": PLACEMENT_NOTE,
             "timeline": [
                 {
                     **when(h.at),
@@ -157,20 +194,12 @@ class WhatIfReport:
                     "outcome": p.outcome,
                     **when(p.at),
                     "detail": p.detail,
+                    "podDisruptionBudgetsNotApplied": list(p.budgets_not_applied),
                 }
                 for p in self.affected
             ],
-            "replacements": [
-                {
-                    "namespace": r.namespace,
-                    "name": r.name,
-                    "owner": r.owner,
-                    "node": r.node,
-                    "detail": r.detail,
-                    "deleted": r.gone,
-                }
-                for r in self.replacements
-            ],
+            "replacements": placed(self.replacements),
+            "scheduledPending": placed(self.scheduled_pending),
         }
 
 
@@ -216,6 +245,15 @@ def _running_on(pod: dict[str, Any], nodes: Sequence[str]) -> bool:
     )
 
 
+def _terminating_on(pod: dict[str, Any], nodes: Sequence[str]) -> bool:
+    """A pod whose deletion began before the question: the taint eviction controller still
+    marks it (and deletes it again), whatever its phase."""
+    return bool(
+        (pod.get("spec") or {}).get("nodeName") in nodes
+        and pod["metadata"].get("deletionTimestamp")
+    )
+
+
 def _eviction_delay(pod: dict[str, Any], taints: Sequence[Taint]) -> int | None:
     """Seconds after the taints are seen until the taint eviction controller deletes ``pod``
     (0: at once), or None when it tolerates them for good or none of them is NoExecute."""
@@ -234,9 +272,13 @@ def resolve_plan(
     selector: LabelSelector | None = None,
     all_nodes: bool = False,
     overwrite: bool = False,
+    allow_no_match: bool = False,
 ) -> TaintPlan:
-    """The nodes ``kubectl taint RESOURCES… CHANGES…`` would change in this snapshot, checked
-    as kubectl checks them against the server (missing nodes, taints already there)."""
+    """The nodes ``kubectl taint RESOURCES… CHANGES…`` would change in this snapshot, in the
+    order kubectl visits them (the names as given; for ``-l`` and ``--all``, the order the
+    server lists them in: by name), checked as kubectl checks them against the server (missing
+    nodes, taints already there). A selector matching no node makes kubectl change nothing and
+    succeed: with ``allow_no_match`` the plan is then empty rather than an error."""
     kind, names = resources[0], list(resources[1:])
     if kind.partition(".")[0] not in NODE_RESOURCE_NAMES:
         raise WhatIfError(f"invalid resource type {kind}, only node types are supported")
@@ -247,7 +289,7 @@ def resolve_plan(
             for name, node in nodes.items()
             if selector is None or selector.matches(node["metadata"].get("labels"))
         )
-        if not chosen:
+        if not chosen and not allow_no_match:
             raise WhatIfError("no nodes found to taint")
     else:
         missing = [name for name in names if name not in nodes]
@@ -286,8 +328,13 @@ def default_window(objects: Sequence[dict[str, Any]], plan: TaintPlan) -> float:
 # ---- the run ------------------------------------------------------------------------------------
 
 
-async def apply_plan(client: Client, plan: TaintPlan) -> None:
-    """The taint changes, as ``kubectl taint`` makes them: a node's whole new taint list."""
+async def apply_plan(
+    client: Client, plan: TaintPlan, between: Callable[[], Awaitable[None]] | None = None
+) -> None:
+    """The taint changes, as ``kubectl taint`` makes them: one node after another (its
+    ``RunTaint`` visits them in turn, one request each), a node's whole new taint list.
+    ``between`` runs after each node, so the cluster can react before the next one changes
+    (a replacement may land on a node tainted a moment later, as on a real cluster)."""
     for name in plan.nodes:
         node = await client.get(NODES, name)
         _, taints = apply_taint_changes(
@@ -295,6 +342,32 @@ async def apply_plan(client: Client, plan: TaintPlan) -> None:
         )
         node.setdefault("spec", {})["taints"] = [t.to_dict() for t in taints]
         await client.update(NODES, node)
+        if between is not None:
+            await between()
+
+
+def restarted_countdowns(objects: Sequence[dict[str, Any]], plan: TaintPlan) -> list[str]:
+    """A warning for each NoExecute taint a changed node already has and keeps: the copy's
+    taint eviction controller first sees it when the copy starts and times tolerations from
+    then (as upstream's does after a restart), so its evictions may come earlier for real."""
+    nodes = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "Node"}
+    warnings = []
+    for name in plan.nodes:
+        before = node_taints(nodes[name])
+        _, after = apply_taint_changes(name, before, plan.changes, overwrite=True)
+        kept = {(t.key, t.value, t.effect) for t in after}
+        for taint in before:
+            if taint.effect != TaintEffect.NO_EXECUTE:
+                continue
+            if (taint.key, taint.value, taint.effect) not in kept:
+                continue
+            since = f" (added {format_time(taint.time_added)})" if taint.time_added else ""
+            warnings.append(
+                f"node {name} already has {taint.to_string()}{since}: the copy times "
+                "tolerations of it from the start of the simulation, so evictions it causes "
+                "may come earlier than shown"
+            )
+    return warnings
 
 
 def _flag_unsimulated_owner(outcome: PodOutcome, pod: dict[str, Any]) -> PodOutcome:
@@ -311,10 +384,41 @@ def _flag_unsimulated_owner(outcome: PodOutcome, pod: dict[str, Any]) -> PodOutc
     return outcome
 
 
+def _countdown_start(pod: dict[str, Any], taints: Sequence[Taint], fallback: datetime) -> datetime:
+    """When the taint eviction controller began timing ``pod``'s tolerations, as well as the
+    snapshot says: it saw the pod on the node with the NoExecute taint, so the later of the
+    earliest such taint's timeAdded and the pod's scheduling."""
+    added = [
+        t.time_added
+        for t in taints
+        if t.effect == TaintEffect.NO_EXECUTE and t.time_added is not None
+    ]
+    scheduled = (find_condition(pod, "PodScheduled") or {}).get("lastTransitionTime")
+    landed = pod["metadata"].get("creationTimestamp") if scheduled is None else scheduled
+    instants = [min(added)] if added else []
+    try:
+        parsed = parse_timestamp(str(landed)) if landed else None
+    except ValueError:
+        parsed = None
+    if parsed is not None:
+        instants.append(parsed)
+    return max(instants) if instants else fallback
+
+
 def _why_it_stays(
-    pod: dict[str, Any], node: dict[str, Any] | None, end: datetime, started: datetime
+    pod: dict[str, Any],
+    before: Sequence[Taint],
+    node: dict[str, Any] | None,
+    end: datetime,
+    started: datetime,
 ) -> str:
     taints = node_taints(node) if node is not None else []
+    pending = _eviction_delay(pod, before)
+    if pending is not None and _eviction_delay(pod, taints) is None:
+        due = _countdown_start(pod, before, started) + timedelta(seconds=pending)
+        return (
+            f"its pending eviction (due at {format_time(due)}) is cancelled: the taint is removed"
+        )
     if not any(t.effect == TaintEffect.NO_EXECUTE for t in taints):
         return "no NoExecute taint on its node: NoSchedule and PreferNoSchedule do not evict"
     delay = _eviction_delay(pod, taints)
@@ -324,6 +428,100 @@ def _why_it_stays(
     if due > end:
         return f"tolerationSeconds {delay}: due at {format_time(due)}, after the window"
     return "not evicted in the window"
+
+
+def _budgets_covering(objects: Sequence[dict[str, Any]], pod: dict[str, Any]) -> tuple[str, ...]:
+    """The PodDisruptionBudgets whose selector matches ``pod`` in its namespace (one with an
+    empty selector matches nothing, as the disruption controller reads it)."""
+    namespace = pod["metadata"].get("namespace")
+    labels = pod["metadata"].get("labels") or {}
+    names = []
+    for pdb in objects:
+        if pdb.get("kind") != "PodDisruptionBudget":
+            continue
+        if pdb["metadata"].get("namespace", "default") != namespace:
+            continue
+        try:
+            selector = label_selector_from_dict((pdb.get("spec") or {}).get("selector"))
+        except SelectorError:
+            continue
+        if not selector.is_empty() and selector.matches(labels):
+            names.append(str(pdb["metadata"]["name"]))
+    return tuple(sorted(names))
+
+
+def _not_held_back(outcome: PodOutcome, budgets: tuple[str, ...]) -> PodOutcome:
+    """An eviction by the taint eviction controller, which (as upstream) deletes without asking
+    the PodDisruptionBudgets that cover the pod: the report names them."""
+    if not budgets or not outcome.detail.startswith(TAINT_EVICTION_REASON):
+        return outcome
+    if len(budgets) == 1:
+        note = f"its PodDisruptionBudget {budgets[0]} does not apply to taint eviction"
+    else:
+        note = f"its PodDisruptionBudgets {', '.join(budgets)} do not apply to taint eviction"
+    return replace(outcome, detail=f"{outcome.detail}; {note}", budgets_not_applied=budgets)
+
+
+def _deletion_outcome(pod: dict[str, Any], recorder: Recorder) -> PodOutcome | None:
+    """A pod whose deletion began in the window: evicted or deleted, when and by whom."""
+    key = object_key(pod)
+    deleting = recorder.deletion(key)
+    if deleting is None:
+        return None
+    detail = deleting[2]
+    if key not in recorder.deleted:
+        # Its deletion began but nothing finished it: a kubelet that is not running (a node
+        # already down in the snapshot) leaves it Terminating.
+        detail += "; still Terminating at the end (its kubelet did not stop it)"
+    outcome = "evicted" if deleting[1] else "deleted"
+    metadata = pod["metadata"]
+    return PodOutcome(
+        metadata["namespace"],
+        metadata["name"],
+        pod["spec"]["nodeName"],
+        outcome,
+        deleting[0],
+        detail,
+    )
+
+
+def _terminating_outcome(
+    pod: dict[str, Any], recorder: Recorder, report: WhatIfReport
+) -> PodOutcome:
+    """A pod already Terminating: the taint eviction controller still marks it (upstream adds
+    its DisruptionTarget condition and deletes it again), whether or not it then goes."""
+    key = object_key(pod)
+    marked = recorder.marked.get(key)
+    detail = "already terminating"
+    if marked is not None:
+        detail += f"; marked by the taint manager at +{format_duration(report.offset(marked[0]))}"
+    gone = recorder.deleted.get(key)
+    if gone is not None:
+        detail += f"; deleted at +{format_duration(report.offset(gone))}"
+    metadata = pod["metadata"]
+    return PodOutcome(
+        metadata["namespace"],
+        metadata["name"],
+        pod["spec"]["nodeName"],
+        "terminating",
+        marked[0] if marked is not None else None,
+        detail,
+    )
+
+
+def _placed(recorder: Recorder, report: WhatIfReport, key: str, owner: str) -> Replacement:
+    """Where a pod scheduled (or created) in the window went, or why it is still pending."""
+    final = recorder.pods.get(key)
+    namespace, _, name = key.partition("/")
+    if final is None:
+        # Ran (or waited) and was deleted in the window: where it ran, and when.
+        placed = recorder.placed.get(key, "")
+        gone = recorder.deleted.get(key)
+        detail = f"deleted at +{format_duration(report.offset(gone))}" if gone else ""
+    else:
+        placed = (final.get("spec") or {}).get("nodeName") or ""
+        detail = "" if placed else recorder.unschedulable.get(key, "pending")
+    return Replacement(namespace, name, owner, placed, detail, gone=final is None)
 
 
 async def run_what_if(
@@ -339,6 +537,9 @@ async def run_what_if(
     of ``plan`` to its nodes, run ``window`` seconds of virtual time and report."""
     clock = VirtualClock(start)
     ready = [node_shape(o) for o in objects if o.get("kind") == "Node" and _is_ready(o)]
+    taints_before = {
+        o["metadata"]["name"]: node_taints(o) for o in objects if o.get("kind") == "Node"
+    }
     with tempfile.TemporaryDirectory(prefix="taintplane-what-if-") as scratch:
         async with in_process_cluster(
             Path(scratch), clock, nodes=ready, seed=list(objects), features=features
@@ -347,9 +548,11 @@ async def run_what_if(
             recorder = Recorder(cluster.client, clock)
             await recorder.start()
             began = clock.now()
-            before = [p for p in recorder.pods.cache.values() if _running_on(p, plan.nodes)]
-            await apply_plan(cluster.client, plan)
-            await clock.advance(0)
+            pods = list(recorder.pods.cache.values())
+            before = [p for p in pods if _running_on(p, plan.nodes)]
+            terminating = [p for p in pods if _terminating_on(p, plan.nodes)]
+            pending = {object_key(p) for p in pods if not (p.get("spec") or {}).get("nodeName")}
+            await apply_plan(cluster.client, plan, between=lambda: clock.advance(0))
             step = window / STEPS if window > 0 else 0
             for done in range(1, STEPS + 1):
                 await clock.advance(step)
@@ -362,50 +565,30 @@ async def run_what_if(
                 plan=plan,
                 timeline=recorder.named_deleters(),
                 not_simulated=not_restored(objects),
+                warnings=restarted_countdowns(objects, plan),
             )
             for pod in before:
-                key = object_key(pod)
-                node_name = pod["spec"]["nodeName"]
-                deleting = recorder.deletion(key)
-                if deleting is not None:
-                    detail = deleting[2]
-                    if key not in recorder.deleted:
-                        # Its deletion began but nothing finished it: a kubelet that is not
-                        # running (a node already down in the snapshot) leaves it Terminating.
-                        detail += "; still Terminating at the end (its kubelet did not stop it)"
-                    outcome = PodOutcome(
-                        pod["metadata"]["namespace"],
-                        pod["metadata"]["name"],
-                        node_name,
-                        "evicted" if deleting[1] else "deleted",
-                        deleting[0],
-                        detail,
+                outcome = _deletion_outcome(pod, recorder)
+                if outcome is None:
+                    node_name = pod["spec"]["nodeName"]
+                    now = recorder.pods.get(object_key(pod)) or pod
+                    why = _why_it_stays(
+                        now, taints_before[node_name], recorder.nodes.get(node_name), end, began
                     )
-                else:
-                    now = recorder.pods.get(key) or pod
-                    why = _why_it_stays(now, recorder.nodes.get(node_name), end, began)
+                    metadata = pod["metadata"]
                     outcome = PodOutcome(
-                        pod["metadata"]["namespace"],
-                        pod["metadata"]["name"],
-                        node_name,
-                        "stays",
-                        None,
-                        why,
+                        metadata["namespace"], metadata["name"], node_name, "stays", None, why
                     )
+                outcome = _not_held_back(outcome, _budgets_covering(objects, pod))
                 report.affected.append(_flag_unsimulated_owner(outcome, pod))
+            for pod in terminating:
+                report.affected.append(_terminating_outcome(pod, recorder, report))
+            report.affected.sort(key=lambda p: (p.namespace, p.name))
             for key, owner in recorder.created.items():
-                final = recorder.pods.get(key)
-                namespace, _, name = key.partition("/")
-                if final is None:
-                    # Ran (or waited) and was deleted in the window: where it ran, and when.
-                    placed = recorder.placed.get(key, "")
-                    gone = recorder.deleted.get(key)
-                    detail = f"deleted at +{format_duration(report.offset(gone))}" if gone else ""
-                else:
-                    placed = (final.get("spec") or {}).get("nodeName") or ""
-                    detail = "" if placed else recorder.unschedulable.get(key, "pending")
-                report.replacements.append(
-                    Replacement(namespace, name, owner, placed, detail, gone=final is None)
-                )
+                report.replacements.append(_placed(recorder, report, key, owner))
+            for key in recorder.placed:
+                if key in pending:
+                    owner = owner_of(recorder.pods.get(key) or {"metadata": {}})
+                    report.scheduled_pending.append(_placed(recorder, report, key, owner))
             await recorder.stop()
     return report
