@@ -172,7 +172,10 @@ async def _act(cluster: Cluster, step: Step) -> None:
             all_nodes=step.all_nodes,
             overwrite=step.overwrite,
         )
-        await apply_plan(client, plan)
+        clock = cluster.clock
+        assert isinstance(clock, VirtualClock)
+        # One node after another, the cluster reacting in between, as kubectl taint does.
+        await apply_plan(client, plan, between=lambda: clock.advance(0))
     elif step.action in ("stop", "start"):
         names = kubelets.zone_nodes(step.zone) if step.zone else list(step.nodes)
         if not names:
