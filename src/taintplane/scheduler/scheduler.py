@@ -144,7 +144,9 @@ class Scheduler:
         self.node_informer = self.informers.nodes
         self.node_informer.add_handlers(self._node_added, self._node_updated, self._node_deleted)
         self.pod_informer = self.informers.pods
-        self.pod_informer.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
+        self.pod_informer.add_handlers(
+            self._active_pod_added, self._active_pod_updated, self._active_pod_deleted
+        )
         # Budgets weigh preemption's choice of victims (their status, kept by the
         # disruption controller, says how many disruptions each still allows).
         self.pdb_informer = self.informers.of(PDBS)
@@ -239,6 +241,30 @@ class Scheduler:
             self.nominated[info.key] = (str(node), info)
         else:
             self.nominated.pop(info.key, None)
+
+    # Upstream's pod informer lists and watches with the field selector
+    # ``status.phase!=Succeeded,status.phase!=Failed`` (newPodInformer): a finished pod is
+    # never seen, and one that finishes arrives as a delete of its last running version,
+    # which frees its node's room and moves waiting pods on AssignedPodDelete. The informer
+    # here is shared with components that need every pod, so its events are filtered the
+    # same way (client-go's FilteringResourceEventHandler) instead.
+
+    def _active_pod_added(self, pod: dict[str, Any]) -> None:
+        if not _finished(pod):
+            self._pod_added(pod)
+
+    def _active_pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        was_active, is_active = not _finished(old), not _finished(new)
+        if was_active and is_active:
+            self._pod_updated(old, new)
+        elif is_active:
+            self._pod_added(new)
+        elif was_active:
+            self._pod_deleted(old)
+
+    def _active_pod_deleted(self, pod: dict[str, Any]) -> None:
+        if not _finished(pod):
+            self._pod_deleted(pod)
 
     def _pod_added(self, pod: dict[str, Any]) -> None:
         info = PodInfo.of(pod)
@@ -526,6 +552,14 @@ def _pod_reference(pod: PodInfo) -> dict[str, Any]:
         "resourceVersion": meta.get("resourceVersion"),
     }
     return {k: v for k, v in ref.items() if v}
+
+
+_FINISHED_PHASES = frozenset(("Succeeded", "Failed"))
+
+
+def _finished(pod: dict[str, Any]) -> bool:
+    """In a terminal phase: outside the scheduler's view, as upstream's field selector."""
+    return (pod.get("status") or {}).get("phase") in _FINISHED_PHASES
 
 
 def _claim_statuses(pod: dict[str, Any]) -> Any:
