@@ -21,6 +21,7 @@ from taintplane.api.device_taints import (
     DeviceTolerationOperator,
     parse_device_tolerations,
 )
+from taintplane.api.dra_selector_check import selector_problem
 from taintplane.api.field import ErrorType, FieldError, Path
 from taintplane.api.gofmt import GoStruct, go_json
 from taintplane.api.validation import validate_label_name
@@ -48,6 +49,13 @@ DEVICE_REQUESTS_MAX = 32
 FIRST_AVAILABLE_MAX = 8
 DEVICE_SELECTORS_MAX = 32
 DEVICE_CONFIG_MAX = 32
+DEVICE_CONSTRAINTS_MAX = 32
+DEVICE_MAX_ID_LENGTH = 32
+CEL_SELECTOR_EXPRESSION_MAX_LENGTH = 10 * 1024
+REQUEST_REF_DETAIL = (
+    "must be the name of a request in the claim or the name of a request and a subrequest "
+    "separated by '/'"
+)
 DRIVER_NAME_MAX = 63
 POOL_NAME_MAX = 253
 DEVICE_TAINT_RULE_MAX_CONDITIONS = 8
@@ -57,6 +65,8 @@ DEVICE_TOLERATION_OPERATORS = (DeviceTolerationOperator.EQUAL, DeviceTolerationO
 ALLOCATION_MODES = ("All", "ExactCount")
 
 _DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
+_C_IDENTIFIER_RE = re.compile(_C_IDENTIFIER_FMT, re.ASCII)
 _DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL_FMT, re.ASCII)
 _REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
 _REASON_RE = re.compile(_REASON_FMT, re.ASCII)
@@ -186,18 +196,35 @@ def validate_device_toleration(toleration: DeviceToleration, path: Path) -> list
     return errors
 
 
-def _selectors(items: object, path: Path) -> list[FieldError]:
+def _selectors(items: object, path: Path, stored: bool = False) -> list[FieldError]:
+    """``validateSelectorSlice``. ``stored`` selectors (a DeviceClass's, unchanged by an
+    update) are not compiled again, so one that a stricter check would now refuse stays
+    updatable."""
     selectors = as_list(items)
     if len(selectors) > DEVICE_SELECTORS_MAX:
         return [too_many(path, len(selectors), DEVICE_SELECTORS_MAX)]
     errors: list[FieldError] = []
     for i, selector in enumerate(selectors):
         cel = as_dict(selector).get("cel")
+        at = path.index(i).child("cel")
         if not isinstance(cel, dict):
-            errors.append(FieldError.required(path.index(i).child("cel")))
-        elif not _str(cel.get("expression")).strip():
-            errors.append(FieldError.required(path.index(i).child("cel", "expression")))
+            errors.append(FieldError.required(at))
+            continue
+        expression = _str(cel.get("expression"))
+        if not expression.strip():
+            errors.append(FieldError.required(at.child("expression")))
+        elif not stored:
+            errors += _cel_expression(expression, at.child("expression"))
     return errors
+
+
+def _cel_expression(expression: str, path: Path) -> list[FieldError]:
+    """``validateCELSelector`` on a new expression: its length, then whether it compiles
+    (the worst-case cost is not estimated)."""
+    if len(expression.encode()) > CEL_SELECTOR_EXPRESSION_MAX_LENGTH:
+        return [_too_long(path, CEL_SELECTOR_EXPRESSION_MAX_LENGTH)]
+    problem = selector_problem(expression)
+    return [] if problem is None else [FieldError.invalid(path, expression, problem)]
 
 
 def _allocation_mode(request: Mapping[str, Any], path: Path) -> list[FieldError]:
@@ -267,32 +294,137 @@ def _request(request: Mapping[str, Any], path: Path) -> list[FieldError]:
 
 
 def validate_claim_spec(spec: Mapping[str, Any], path: Path) -> list[FieldError]:
-    """``validateResourceClaimSpec``: requests (names, class, selectors, allocation mode,
-    tolerations) and the presence of each config's opaque parameters."""
+    """``validateDeviceClaim``: requests (names, class, selectors, allocation mode,
+    tolerations), constraints and configs, whose request references must name a request
+    (or ``request/subrequest``) of the claim."""
     devices = as_dict(spec.get("devices"))
     at = path.child("devices", "requests")
     requests = as_list(devices.get("requests"))
     if len(requests) > DEVICE_REQUESTS_MAX:
-        return [too_many(at, len(requests), DEVICE_REQUESTS_MAX)]
-    errors: list[FieldError] = []
-    seen: set[str] = set()
-    for i, request in enumerate(requests):
-        request = as_dict(request)
-        errors += _request(request, at.index(i))
-        name = _str(request.get("name"))
-        if name in seen:
-            errors.append(FieldError.duplicate(at.index(i), name))
-        seen.add(name)
-    errors += _configs(devices.get("config"), path.child("devices", "config"))
+        errors = [too_many(at, len(requests), DEVICE_REQUESTS_MAX)]
+    else:
+        errors = []
+        seen: set[str] = set()
+        for i, request in enumerate(requests):
+            request = as_dict(request)
+            errors += _request(request, at.index(i))
+            name = _str(request.get("name"))
+            if name in seen:
+                errors.append(FieldError.duplicate(at.index(i), name))
+            seen.add(name)
+    names = _request_names(requests)
+    errors += _constraints(devices.get("constraints"), path.child("devices", "constraints"), names)
+    errors += _configs(devices.get("config"), path.child("devices", "config"), names)
     return errors
 
 
-def _configs(items: object, path: Path) -> list[FieldError]:
+def _request_names(requests: Sequence[object]) -> dict[str, set[str]]:
+    """``gatherRequestNames``: each request's name with its subrequests' names."""
+    names: dict[str, set[str]] = {}
+    for request in requests:
+        request = as_dict(request)
+        first = as_list(request.get("firstAvailable"))
+        names[_str(request.get("name"))] = {_str(as_dict(sub).get("name")) for sub in first}
+    return names
+
+
+def _request_refs(items: object, path: Path, names: Mapping[str, set[str]]) -> list[FieldError]:
+    """``validateRequestNameRef`` for each entry, then duplicates (``validateSet``)."""
+    refs = as_list(items)
+    if len(refs) > DEVICE_REQUESTS_MAX:
+        return [too_many(path, len(refs), DEVICE_REQUESTS_MAX)]
+    errors: list[FieldError] = []
+    for i, ref in enumerate(refs):
+        ref = _str(ref)
+        segments = ref.split("/")
+        if len(segments) > 2:
+            errors.append(FieldError.invalid(path.index(i), ref, REQUEST_REF_DETAIL))
+            continue
+        for segment in segments:
+            errors += validate_device_name(segment, path.index(i))
+        known = segments[0] in names and (len(segments) == 1 or segments[1] in names[segments[0]])
+        if not known:
+            errors.append(FieldError.invalid(path.index(i), ref, REQUEST_REF_DETAIL))
+    seen: set[str] = set()
+    for i, ref in enumerate(refs):
+        ref = _str(ref)
+        if ref in seen:
+            errors.append(FieldError.duplicate(path.index(i), ref))
+        seen.add(ref)
+    return errors
+
+
+def _constraints(items: object, path: Path, names: Mapping[str, set[str]]) -> list[FieldError]:
+    """``validateDeviceConstraint``; with DRAConsumableCapacity off (its 1.35 default) a
+    constraint needs ``matchAttribute``."""
+    constraints = as_list(items)
+    if len(constraints) > DEVICE_CONSTRAINTS_MAX:
+        return [too_many(path, len(constraints), DEVICE_CONSTRAINTS_MAX)]
+    errors: list[FieldError] = []
+    for i, constraint in enumerate(constraints):
+        constraint = as_dict(constraint)
+        at = path.index(i)
+        errors += _request_refs(constraint.get("requests"), at.child("requests"), names)
+        attribute = constraint.get("matchAttribute")
+        if not isinstance(attribute, str):
+            errors.append(FieldError.required(at.child("matchAttribute")))
+        else:
+            errors += _fully_qualified_name(attribute, at.child("matchAttribute"))
+    return errors
+
+
+def _fully_qualified_name(name: str, path: Path) -> list[FieldError]:
+    """``validateFullyQualifiedName``: a qualified name that has a domain. As upstream, a
+    name with more than one slash is not checked further."""
+    parts = name.split("/")
+    errors: list[FieldError] = []
+    if len(parts) == 1:
+        errors += _c_identifier(name, path)
+    elif len(parts) == 2:
+        if not parts[0]:
+            errors.append(FieldError.invalid(path, "", "the domain must not be empty"))
+        else:
+            errors += validate_driver_name(parts[0], path)
+        if not parts[1]:
+            errors.append(FieldError.invalid(path, "", "the name must not be empty"))
+        else:
+            errors += _c_identifier(parts[1], path)
+    if "/" not in name:
+        detail = "a fully qualified name must be a domain and a name separated by a slash"
+        errors.append(FieldError.invalid(path, name, detail))
+    return errors
+
+
+def _c_identifier(value: str, path: Path) -> list[FieldError]:
+    errors: list[FieldError] = []
+    if len(value) > DEVICE_MAX_ID_LENGTH:
+        errors.append(_too_long(path, DEVICE_MAX_ID_LENGTH))
+    if not _C_IDENTIFIER_RE.fullmatch(value):
+        message = names.regex_error(
+            "a valid C identifier must start with alphabetic character or '_', followed by a "
+            "string of alphanumeric characters or '_'",
+            _C_IDENTIFIER_FMT,
+            "my_name",
+            "MY_NAME",
+            "MyName",
+        )
+        errors.append(FieldError.invalid(path, value, message))
+    return errors
+
+
+def _configs(
+    items: object, path: Path, request_names: Mapping[str, set[str]] | None = None
+) -> list[FieldError]:
+    """Claim configs (``request_names`` given: their request references too) and class
+    configs."""
     configs = as_list(items)
     if len(configs) > DEVICE_CONFIG_MAX:
         return [too_many(path, len(configs), DEVICE_CONFIG_MAX)]
     errors: list[FieldError] = []
     for i, config in enumerate(configs):
+        if request_names is not None:
+            refs = as_dict(config).get("requests")
+            errors += _request_refs(refs, path.index(i).child("requests"), request_names)
         opaque = as_dict(config).get("opaque")
         at = path.index(i).child("opaque")
         if not isinstance(opaque, dict):
@@ -311,8 +443,13 @@ def _configs(items: object, path: Path) -> list[FieldError]:
     return errors
 
 
-def validate_device_class_spec(spec: Mapping[str, Any], path: Path) -> list[FieldError]:
-    return _selectors(spec.get("selectors"), path.child("selectors")) + _configs(
+def validate_device_class_spec(
+    spec: Mapping[str, Any], path: Path, old: Mapping[str, Any] | None = None
+) -> list[FieldError]:
+    """``validateDeviceClassSpec``: selectors an update leaves exactly as they were count as
+    stored and are not compiled again."""
+    stored = old is not None and spec.get("selectors") == old.get("selectors")
+    return _selectors(spec.get("selectors"), path.child("selectors"), stored) + _configs(
         spec.get("config"), path.child("config")
     )
 

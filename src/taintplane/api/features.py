@@ -23,7 +23,13 @@ DRA_DEVICE_TAINTS = "DRADeviceTaints"
 #: and the device taint eviction controller evicting for and reporting on rules.
 DRA_DEVICE_TAINT_RULES = "DRADeviceTaintRules"
 
+#: Beta and on in 1.35: ``adminAccess`` in claim requests and allocation results (dropped on
+#: write when off, unless the old claim used it), allowed only in namespaces labelled
+#: ``resource.kubernetes.io/admin-access: "true"``.
+DRA_ADMIN_ACCESS = "DRAAdminAccess"
+
 DEFAULTS: Mapping[str, bool] = {
+    DRA_ADMIN_ACCESS: True,
     DRA_DEVICE_TAINTS: True,
     DRA_DEVICE_TAINT_RULES: True,
     TAINT_TOLERATION_COMPARISON_OPERATORS: False,
@@ -67,6 +73,10 @@ class FeatureGates:
     @property
     def comparison_operators(self) -> bool:
         return self.enabled(TAINT_TOLERATION_COMPARISON_OPERATORS)
+
+    @property
+    def admin_access(self) -> bool:
+        return self.enabled(DRA_ADMIN_ACCESS)
 
     @property
     def device_taints(self) -> bool:

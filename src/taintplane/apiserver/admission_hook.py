@@ -19,6 +19,7 @@ from taintplane.admission.runtime_class import RuntimeClass
 from taintplane.admission.taint_nodes_by_condition import TaintNodesByCondition
 from taintplane.api.scheme import ResourceType, Scheme
 from taintplane.apiserver.auth.guard import CURRENT_USER
+from taintplane.apiserver.dra_admin_access import authorized_for_admin
 from taintplane.apiserver.registry import Admit, Registry
 from taintplane.apiserver.status import APIError
 
@@ -103,8 +104,26 @@ def install_admission(
 
         return hook
 
+    validate_chain = phase(chain.validate)
+
+    async def validate(
+        operation: str,
+        resource: ResourceType,
+        namespace: str,
+        obj: dict[str, Any] | None,
+        old: dict[str, Any] | None,
+        subresource: str = "",
+    ) -> None:
+        # Part of the claim strategies' validation upstream, not a plugin: always on.
+        if operation == "CREATE" and obj is not None and not subresource:
+            errors = await authorized_for_admin(lookup, resource, namespace, obj)
+            if errors:
+                name = str((obj.get("metadata") or {}).get("name") or "")
+                raise APIError.invalid(resource, name, errors)
+        await validate_chain(operation, resource, namespace, obj, old, subresource)
+
     registry.admit = phase(chain.mutate)
-    registry.validate_admission = phase(chain.validate)
+    registry.validate_admission = validate
     return chain
 
 

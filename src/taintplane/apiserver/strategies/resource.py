@@ -97,6 +97,35 @@ def _drop_device_tolerations(
                 sub.pop("tolerations", None)
 
 
+def _admin_access_in_use(spec: Mapping[str, Any] | None, status: Mapping[str, Any]) -> bool:
+    for request in as_list(as_dict(as_dict(spec).get("devices")).get("requests")):
+        if as_dict(as_dict(request).get("exactly")).get("adminAccess") is not None:
+            return True
+    results = as_dict(as_dict(status.get("allocation")).get("devices")).get("results")
+    return any(as_dict(result).get("adminAccess") is not None for result in as_list(results))
+
+
+def _drop_admin_access(
+    enabled: bool,
+    spec: Mapping[str, Any],
+    status: Mapping[str, Any],
+    old: tuple[Mapping[str, Any], Mapping[str, Any]] | None,
+) -> None:
+    """``dropDisabledDRAAdminAccessFields``: with DRAAdminAccess off, ``adminAccess`` is
+    dropped from requests and allocation results unless the old claim (spec and status) had
+    it set anywhere. Only ``exactly`` requests carry it."""
+    if enabled or (old is not None and _admin_access_in_use(*old)):
+        return
+    for request in as_list(as_dict(spec.get("devices")).get("requests")):
+        exactly = as_dict(request).get("exactly")
+        if isinstance(exactly, dict):
+            exactly.pop("adminAccess", None)
+    results = as_dict(as_dict(status.get("allocation")).get("devices")).get("results")
+    for result in as_list(results):
+        if isinstance(result, dict):
+            result.pop("adminAccess", None)
+
+
 def _slice_taints_in_use(spec: Mapping[str, Any] | None) -> bool:
     return any(as_list(as_dict(d).get("taints")) for d in as_list(as_dict(spec).get("devices")))
 
@@ -114,6 +143,11 @@ class DeviceClassStrategy(ClockedStrategy):
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return self.validate_object_meta(obj) + validate_device_class_spec(
             spec_of(obj), Path.root("spec")
+        )
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        return self.validate_object_meta(new) + validate_device_class_spec(
+            spec_of(new), Path.root("spec"), spec_of(old)
         )
 
 
@@ -170,10 +204,20 @@ class ResourceClaimStrategy(ClockedStrategy):
         super().prepare_for_create(obj)
         obj["status"] = {}
         _drop_device_tolerations(self.features.device_taints, spec_of(obj), None)
+        _drop_admin_access(self.features.admin_access, spec_of(obj), {}, None)
 
     def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
         _drop_device_tolerations(self.features.device_taints, spec_of(new), spec_of(old))
+        old_claim = (spec_of(old), as_dict(old.get("status")))
+        _drop_admin_access(self.features.admin_access, spec_of(new), {}, old_claim)
         super().prepare_for_update(new, old)
+
+    def prepare_for_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        super().prepare_for_status_update(new, old)
+        old_claim = (spec_of(old), as_dict(old.get("status")))
+        status = new.get("status")
+        if isinstance(status, dict):
+            _drop_admin_access(self.features.admin_access, spec_of(new), status, old_claim)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return self.validate_object_meta(obj) + validate_claim_spec(spec_of(obj), Path.root("spec"))
@@ -219,15 +263,14 @@ class ResourceClaimTemplateStrategy(ClockedStrategy):
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         super().prepare_for_create(obj)
-        _drop_device_tolerations(
-            self.features.device_taints, as_dict(spec_of(obj).get("spec")), None
-        )
+        spec = as_dict(spec_of(obj).get("spec"))
+        _drop_device_tolerations(self.features.device_taints, spec, None)
+        _drop_admin_access(self.features.admin_access, spec, {}, None)
 
     def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
-        old_spec = as_dict(spec_of(old).get("spec"))
-        _drop_device_tolerations(
-            self.features.device_taints, as_dict(spec_of(new).get("spec")), old_spec
-        )
+        spec, old_spec = as_dict(spec_of(new).get("spec")), as_dict(spec_of(old).get("spec"))
+        _drop_device_tolerations(self.features.device_taints, spec, old_spec)
+        _drop_admin_access(self.features.admin_access, spec, {}, (old_spec, {}))
         super().prepare_for_update(new, old)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
