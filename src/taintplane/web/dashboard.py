@@ -3,24 +3,27 @@ being evicted and when — read through the API like any other client, rendered 
 (plain HTML and CSS, no script), refreshed every few seconds by the browser.
 
 Pages: ``/dashboard/`` (nodes, pending pods, pods on their way out, recent events) and
-``/dashboard/nodes/NAME`` (a node's taints and conditions, and for each of its pods which
-toleration lets it stay and until when).
+``/dashboard/nodes/NAME`` (a node's taints and conditions, and for each of its pods the
+toleration that decides how long it stays, when it is evicted and how long is left; see
+:mod:`taintplane.web.stay` for where that instant comes from).
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from html import escape
 from typing import Any
 from urllib.parse import quote
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from taintplane.api.decoding import parse_timestamp
 from taintplane.api.podconditions import find_condition
 from taintplane.api.taints import Taint
-from taintplane.api.tolerations import Toleration
 from taintplane.client import ApiError, Client, resource
 from taintplane.clock import Clock
 from taintplane.web.page import html_page, table
+from taintplane.web.stay import EvictionSchedule, stay
 
 __all__ = ["DASHBOARD_PREFIX", "Dashboard"]
 
@@ -54,17 +57,34 @@ def _pod_name(pod: dict[str, Any]) -> str:
     return f"{meta.get('namespace', '')}/{meta['name']}"
 
 
-def _node_link(name: str) -> str:
-    return f'<a href="{DASHBOARD_PREFIX}/nodes/{quote(name)}">{escape(name)}</a>' if name else ""
+def _node_link(name: str, known: set[str] | None = None) -> str:
+    """A link to the node's page; a node the cluster does not have (a pod bound to a name no
+    node carries) is named without one, since its page would be a 404."""
+    if not name:
+        return ""
+    if known is not None and name not in known:
+        return f"{escape(name)} (node not found)"
+    return f'<a href="{DASHBOARD_PREFIX}/nodes/{quote(name)}">{escape(name)}</a>'
 
 
 class Dashboard:
-    """Serves the dashboard's paths and hands every other request to ``inner``."""
+    """Serves the dashboard's paths and hands every other request to ``inner``.
 
-    def __init__(self, client: Client, clock: Clock, inner: ASGIApp) -> None:
+    ``evictions`` is the taint eviction controller when it runs in the same process: its
+    queue is the only record of when each pod's eviction falls due."""
+
+    def __init__(
+        self,
+        client: Client,
+        clock: Clock,
+        inner: ASGIApp,
+        *,
+        evictions: EvictionSchedule | None = None,
+    ) -> None:
         self.client = client
         self.clock = clock
         self.inner = inner
+        self.evictions = evictions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -91,6 +111,7 @@ class Dashboard:
         nodes, _ = await self.client.list(NODES)
         pods, _ = await self.client.list(PODS)
         events, _ = await self.client.list(EVENTS)
+        known = {str(n["metadata"]["name"]) for n in nodes}
         per_node: dict[str, int] = {}
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
@@ -110,7 +131,7 @@ class Dashboard:
         pending = [
             (
                 escape(_pod_name(p)),
-                _node_link(str((p.get("spec") or {}).get("nodeName") or "")),
+                _node_link(str((p.get("spec") or {}).get("nodeName") or ""), known),
                 escape(_waiting_because(p)),
             )
             for p in pods
@@ -126,12 +147,12 @@ class Dashboard:
             leaving.append(
                 (
                     escape(_pod_name(pod)),
-                    _node_link(str((pod.get("spec") or {}).get("nodeName") or "")),
+                    _node_link(str((pod.get("spec") or {}).get("nodeName") or ""), known),
                     escape(str(target.get("reason") or "")),
                     escape(str(deletion)),
                 )
             )
-        recent = sorted(events, key=_event_time, reverse=True)[:RECENT_EVENTS]
+        recent = sorted(events, key=_event_order, reverse=True)[:RECENT_EVENTS]
         event_rows = [
             (
                 escape(_event_time(e)),
@@ -151,7 +172,12 @@ class Dashboard:
         body = (
             f'<p class="summary">{self._now()} · {ready} of {len(nodes)} nodes Ready · '
             f"{running} pods running · {len(pending)} pending · {len(leaving)} terminating</p>"
-            + table("nodes", ("node", "zone", "Ready", "taints", "pods"), node_rows)
+            + table(
+                "nodes",
+                ("node", "zone", "Ready", "taints", "pods"),
+                node_rows,
+                empty="No nodes.",
+            )
             + "<h2>Pending pods</h2>"
             + table("pending", ("pod", "node", "why"), pending, empty="No pod is waiting.")
             + "<h2>Pods on their way out</h2>"
@@ -162,7 +188,12 @@ class Dashboard:
                 empty="No pod is being deleted.",
             )
             + "<h2>Recent events</h2>"
-            + table("events", ("time", "type", "reason", "object", "message"), event_rows)
+            + table(
+                "events",
+                ("time", "type", "reason", "object", "message"),
+                event_rows,
+                empty="No events.",
+            )
         )
         return html_page("taintplane", "<h2>Nodes</h2>" + body, refresh=5)
 
@@ -191,47 +222,40 @@ class Dashboard:
             )
             for c in (node.get("status") or {}).get("conditions") or []
         ]
+        now = self.clock.now()
+        stays = [
+            (p, stay(p, node, taints, now, self.evictions)) for p in sorted(pods, key=_pod_name)
+        ]
         pod_rows = [
             (
                 escape(_pod_name(p)),
                 escape(str((p.get("status") or {}).get("phase", ""))),
-                _stay(p, taints),
+                escape(s.text),
             )
-            for p in sorted(pods, key=_pod_name)
+            for p, s in stays
         ]
+        reckoned = (
+            '<p class="note" id="reckoned">Eviction instants are reckoned from the API (the '
+            "taint eviction controller's queue is not in this process): the later of the "
+            "pod's scheduling and the NoExecute taint's timeAdded, or the node's last write "
+            "of its taints for a taint without one.</p>"
+            if any(not s.from_controller for _, s in stays)
+            else ""
+        )
         body = (
             f'<p class="summary">{self._now()} · Ready: {escape(_ready(node))}</p>'
             "<h2>Taints</h2>"
             + table("taints", ("taint", "effect", "added"), taint_rows, empty="No taints.")
             + "<h2>Conditions</h2>"
-            + table("conditions", ("type", "status", "reason"), conditions)
+            + table("conditions", ("type", "status", "reason"), conditions, empty="No conditions.")
             + "<h2>Pods</h2>"
-            + table(
-                "pods", ("pod", "phase", "against the NoExecute taints"), pod_rows, empty="No pods."
-            )
+            + table("pods", ("pod", "phase", "stays until"), pod_rows, empty="No pods.")
+            + reckoned
         )
         return 200, html_page(f"node {name}", body, refresh=5, back=DASHBOARD_PREFIX + "/")
 
     def _now(self) -> str:
         return "clock " + escape(self.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"))
-
-
-def _stay(pod: dict[str, Any], taints: list[Taint]) -> str:
-    """Which toleration keeps the pod on the node against each NoExecute taint, and for how
-    long; or that it is not tolerated (the taint eviction controller deletes it)."""
-    tolerations = [
-        Toleration.from_dict(t) for t in (pod.get("spec") or {}).get("tolerations") or []
-    ]
-    parts = []
-    for taint in (t for t in taints if t.effect == "NoExecute"):
-        match = next((t for t in tolerations if t.tolerates(taint)), None)
-        if match is None:
-            parts.append(f"{escape(taint.to_string())}: not tolerated")
-        elif match.toleration_seconds is None:
-            parts.append(f"{escape(taint.to_string())}: tolerated")
-        else:
-            parts.append(f"{escape(taint.to_string())}: tolerated for {match.toleration_seconds}s")
-    return "; ".join(parts) or "no NoExecute taint"
 
 
 def _event_time(event: dict[str, Any]) -> str:
@@ -245,6 +269,21 @@ def _event_time(event: dict[str, Any]) -> str:
         or ""
     )
     return text[:19] + "Z" if len(text) > 20 else text
+
+
+def _event_order(event: dict[str, Any]) -> tuple[str, datetime, int]:
+    """Newest last: the second shown, then within it the MicroTime of the last occurrence
+    (``series.lastObservedTime``, else ``eventTime`` when it falls in that second), then the
+    resourceVersion (every write of an event, a repeat too, gets a larger one)."""
+    shown = _event_time(event)
+    precise = parse_timestamp((event.get("series") or {}).get("lastObservedTime"))
+    if precise is None:
+        first = str(event.get("eventTime") or "")
+        precise = parse_timestamp(first) if first[:19] == shown[:19] else None
+    if precise is None:
+        precise = parse_timestamp(shown) or datetime.min.replace(tzinfo=UTC)
+    version = str(event["metadata"].get("resourceVersion") or "")
+    return shown, precise, int(version) if version.isdigit() else 0
 
 
 def _waiting_because(pod: dict[str, Any]) -> str:

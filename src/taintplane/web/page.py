@@ -15,7 +15,7 @@ body{font-family:system-ui,sans-serif;margin:20px;color:#212121}
 h1{font-size:20px;margin:0 0 6px}h2{font-size:16px;margin-top:24px}
 table{border-collapse:collapse;font-size:13px}td,th{padding:3px 10px;text-align:left;
 border-bottom:1px solid #e0e0e0;vertical-align:top}th{background:#fafafa}
-.summary{color:#424242}.empty{color:#757575;font-size:13px}
+.summary{color:#424242}.empty,.note{color:#757575;font-size:13px}
 .taint{display:inline-block;padding:0 6px;margin:1px;border-radius:8px;font-size:12px;
 background:#eceff1}.taint.NoExecute{background:#ffcdd2}.taint.NoSchedule{background:#ffe0b2}
 """
@@ -26,7 +26,9 @@ def html_page(title: str, body: str, *, refresh: int = 0, back: str = "") -> str
     link = f'<p><a href="{escape(back)}">← all nodes</a></p>' if back else ""
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        f"<title>{escape(title)}</title>{meta}<style>{_STYLE}</style></head>"
+        # An empty icon: otherwise every page also asks for /favicon.ico, the API's 404.
+        f'<title>{escape(title)}</title><link rel="icon" href="data:,">{meta}'
+        f"<style>{_STYLE}</style></head>"
         f"<body><h1>{escape(title)}</h1>{link}{body}</body></html>\n"
     )
 
