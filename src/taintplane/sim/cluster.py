@@ -29,6 +29,7 @@ from taintplane.client.shared import SharedInformers
 from taintplane.client.transport import InProcessTransport
 from taintplane.clock import Clock, RealClock, VirtualClock
 from taintplane.controllers.manager import ALL_CONTROLLERS, ControllerConfig, ControllerManager
+from taintplane.controllers.tainteviction import TaintEvictionController
 from taintplane.scheduler.scheduler import Scheduler
 from taintplane.sim.admin import ADMIN_PREFIX, AdminApp
 from taintplane.sim.kubeconfig import write_kubeconfig
@@ -227,7 +228,16 @@ class Cluster:
             )
             await self.kubelets.add(self.config.nodes)
             self._spawn(self.kubelets.run(), "agents")
-        app: Any = Dashboard(self.client, self.clock, AdminApp(self, self.apiserver.app))
+        # The dashboard reads eviction deadlines from the taint eviction controller's own
+        # queue when it runs here (nothing in the API records them).
+        evictions = None
+        if self.controller_manager is not None:
+            controller = self.controller_manager.controllers.get("taint-eviction-controller")
+            if isinstance(controller, TaintEvictionController):
+                evictions = controller
+        app: Any = Dashboard(
+            self.client, self.clock, AdminApp(self, self.apiserver.app), evictions=evictions
+        )
         if self.apiserver.guard is not None:
             app = self.apiserver.guard.gate(app, _not_the_api)
         config = uvicorn.Config(
