@@ -71,6 +71,7 @@ def test_orphan_is_failed_marked_and_force_deleted_after_quarantine(tmp_path: Pa
                 "lastTransitionTime": "2026-01-01T00:01:20Z",
                 "reason": "DeletionByPodGC",
                 "message": "PodGC: node no longer exists",
+                "observedGeneration": 1,  # the pod's generation, PodObservedGenerationTracking
                 "lastProbeTime": None,
             }
         ]

@@ -55,6 +55,7 @@ def test_toleration_seconds_3600_evicts_at_exactly_3600_s(tmp_path: Path) -> Non
             "lastTransitionTime": "2026-01-01T01:00:10Z",
             "reason": "DeletionByTaintManager",
             "message": "Taint manager: deleting due to NoExecute taint",
+            "observedGeneration": 1,  # CalculatePodConditionObservedGeneration
             "lastProbeTime": None,
         }
         events = await sim.events("TaintManagerEviction")
@@ -210,10 +211,12 @@ def test_a_pod_bound_to_an_already_tainted_node_is_scheduled_from_its_arrival(
     simulate(tmp_path, scenario, controllers=ONLY)
 
 
-def test_a_pod_evicted_again_keeps_its_disruption_condition_unwritten(tmp_path: Path) -> None:
+def test_a_pod_evicted_again_keeps_its_disruption_transition_time(tmp_path: Path) -> None:
     """Upstream's addConditionAndDeletePod writes the condition only when UpdatePodCondition
     changes it: a pod held by a finalizer, evicted at 10 s and again at 30 s (taint lifted at
-    20 s, put back at 30 s), keeps lastTransitionTime 10 s and gets no second status write."""
+    20 s, put back at 30 s), keeps lastTransitionTime 10 s. The first (graceful) delete moved
+    its generation to 2, so the second eviction's condition observes generation 2: that
+    change, and only that, is written."""
 
     async def scenario(sim: Sim) -> None:
         status_patches: list[str] = []
@@ -247,9 +250,10 @@ def test_a_pod_evicted_again_keeps_its_disruption_condition_unwritten(tmp_path: 
             "lastTransitionTime": "2026-01-01T00:00:10Z",
             "reason": "DeletionByTaintManager",
             "message": "Taint manager: deleting due to NoExecute taint",
+            "observedGeneration": 2,  # CalculatePodConditionObservedGeneration
             "lastProbeTime": None,
         }
-        assert status_patches == ["web"]
+        assert status_patches == ["web", "web"]
         events = await sim.events("TaintManagerEviction")
         # The events and the metrics are those of two evictions.
         assert [

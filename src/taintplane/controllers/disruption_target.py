@@ -16,16 +16,32 @@ PODS = resource("", "v1", "pods")
 
 
 async def mark_disruption_target(
-    client: Client, pod: dict[str, Any], reason: str, message: str, now: datetime
+    client: Client,
+    pod: dict[str, Any],
+    reason: str,
+    message: str,
+    now: datetime,
+    *,
+    observe_generation: bool = False,
 ) -> None:
     """Write ``DisruptionTarget=True`` with ``reason`` and ``message`` on ``pod``, only when
     ``UpdatePodCondition`` would change it: a pod evicted again keeps its first
-    ``lastTransitionTime`` and sees no status write."""
-    condition = changed_condition(
-        pod,
-        {"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message},
-        format_time(now),
-    )
+    ``lastTransitionTime`` and sees no status write.
+
+    ``observe_generation``: the condition carries the pod's ``metadata.generation``, as the
+    taint eviction controller's does (CalculatePodConditionObservedGeneration, with
+    PodObservedGenerationTracking GA in 1.35); the device taint eviction controller's does
+    not set one."""
+    wanted: dict[str, Any] = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": reason,
+        "message": message,
+    }
+    generation = pod["metadata"].get("generation")
+    if observe_generation and isinstance(generation, int) and generation:
+        wanted["observedGeneration"] = generation
+    condition = changed_condition(pod, wanted, format_time(now))
     if condition is not None:
         metadata = pod["metadata"]
         await client.patch(

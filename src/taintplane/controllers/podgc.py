@@ -189,6 +189,15 @@ class PodGCController:
         orphans = [p for p in pods if (p.get("spec") or {}).get("nodeName") in deleted]
         await self._delete_all(orphans, "orphaned", condition)
 
+    @staticmethod
+    def _observed(pod: dict[str, Any], condition: dict[str, Any]) -> dict[str, Any]:
+        """The condition for this pod: with PodObservedGenerationTracking (GA in 1.35) it
+        carries the pod's generation (GetPodObservedGenerationIfEnabledOnCondition)."""
+        generation = pod["metadata"].get("generation")
+        if isinstance(generation, int) and generation:
+            return {**condition, "observedGeneration": generation}
+        return condition
+
     async def _check_quarantined(self, node: str, existing: set[str], deleted: set[str]) -> None:
         if node in existing:
             return
@@ -231,7 +240,8 @@ class PodGCController:
             # No kubelet may be left to move an orphan out of Running.
             status: dict[str, Any] = {"phase": "Failed"}
             if condition is not None:
-                status["conditions"] = [self._updated_condition(pod, condition)]
+                observed = self._observed(pod, condition)
+                status["conditions"] = [self._updated_condition(pod, observed)]
             await self.client.patch(
                 PODS,
                 meta["name"],

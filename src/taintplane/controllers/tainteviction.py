@@ -319,6 +319,11 @@ class TaintEvictionController:
         ``lastTransitionTime`` and sees no status write; then the pod is deleted."""
         pod = await self.client.get(PODS, name, namespace)
         await mark_disruption_target(
-            self.client, pod, CONDITION_REASON, CONDITION_MESSAGE, self.clock.now()
+            self.client,
+            pod,
+            CONDITION_REASON,
+            CONDITION_MESSAGE,
+            self.clock.now(),
+            observe_generation=True,
         )
         await self.client.delete(PODS, name, namespace)

@@ -59,6 +59,11 @@ class Decision:
     victims: Sequence[PodInfo] = ()
     state: CycleState | None = None  # the cycle's state, for Reserve and PreBind
     feasible: tuple[str, ...] = ()  # the nodes that passed the filters (when explaining)
+    #: A plugin failed with an Error (not a rejection): the cycle was aborted, and the
+    #: message is the error's alone (no diagnosis, no PostFilter), as upstream's.
+    error: bool = False
+    #: The pod's nominatedNodeName is to be cleared (upstream's ModeOverride with "").
+    clear_nomination: bool = False
 
 
 class Placement:
@@ -110,11 +115,15 @@ class Placement:
         advancing the round-robin start, as upstream)."""
         nodes = self.node_order()
         if not nodes:
-            return Decision(message=NO_NODES_AVAILABLE, diagnosis=Diagnosis(0))
+            return Decision(
+                message=NO_NODES_AVAILABLE, diagnosis=Diagnosis(0), clear_nomination=True
+            )
         state = CycleState()
         state.data[ALL_NODES_KEY] = nodes
         state.data[TABLE_KEY] = self.table()
         rejected = self.framework.run_pre_filter(state, pod, nodes)
+        if rejected is not None and rejected.code is Code.ERROR:
+            return _aborted(rejected)
         if rejected is not None:
             # Every node reads the PreFilter's rejection (SetAbsentNodesStatus), for PostFilter.
             diagnosis = Diagnosis(
@@ -223,6 +232,12 @@ class Placement:
             node = candidates[(start + offset) % len(candidates)]
             processed += 1
             status = self._filter(state, pod, node)
+            if status is not None and status.code is Code.ERROR:
+                # findNodesThatPassFilters stops at the first error; the nodes checked
+                # before it still move the next cycle's start.
+                if not explain:
+                    self._next_start = (self._next_start + processed - 1) % len(nodes)
+                return _aborted(status)
             if status is None:
                 feasible.append(node)
                 if len(feasible) >= want:
@@ -268,6 +283,7 @@ class Placement:
             nominated=result.nominated if result else "",
             victims=result.victims if result else (),
             state=state,
+            clear_nomination=result is not None and not result.nominated,
         )
 
     def _select(self, totals: dict[str, int]) -> str:
@@ -276,6 +292,12 @@ class Placement:
         best = max(totals.values())
         ties = [name for name, total in totals.items() if total == best]
         return ties[self._random.randrange(len(ties))] if len(ties) > 1 else ties[0]
+
+
+def _aborted(status: Status) -> Decision:
+    """A PreFilter or Filter Error: the cycle ends there, with the error as the message
+    (schedulingCycle's non-FitError path, which also clears the nominated node)."""
+    return Decision(message=status.message, error=True, clear_nomination=True)
 
 
 class _Rows(Sequence[NodeInfo]):

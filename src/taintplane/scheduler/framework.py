@@ -283,8 +283,12 @@ class Framework:
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> Status | None:
-        """``RunPreFilterPlugins``: the first rejection; node-name results are intersected into
-        ``state.node_names``, and an empty intersection rejects the pod."""
+        """``RunPreFilterPlugins``: node-name results are intersected into
+        ``state.node_names``, and an empty intersection rejects the pod. An
+        UnschedulableAndUnresolvable rejection stops the run; an Unschedulable one lets the
+        others run too (preemption follows, and needs their state) and the last such is
+        returned; any other failure is an Error that aborts the cycle."""
+        rejected: Status | None = None
         for plugin in self.pre_filters:
             status = plugin.pre_filter(state, pod, nodes)
             if status is None:
@@ -296,11 +300,18 @@ class Framework:
                 if not state.node_names:
                     return _no_node_satisfies(state.narrowed_by)
                 continue
-            if status.code is Code.SKIP:
-                state.skip_filter.add(plugin.name)
+            if status.code in (Code.SKIP, Code.SUCCESS):
+                if status.code is Code.SKIP:
+                    state.skip_filter.add(plugin.name)
                 continue
-            return status.with_plugin(plugin.name)
-        return None
+            if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return status.with_plugin(plugin.name)
+            if status.code is Code.UNSCHEDULABLE:
+                rejected = status.with_plugin(plugin.name)
+                continue
+            message = f'running PreFilter plugin "{plugin.name}": {status.message}'
+            return Status(Code.ERROR, (message,), plugin.name)
+        return rejected
 
     def run_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         """The first rejection, stamped with its plugin; ``None`` when the node fits."""

@@ -9,13 +9,20 @@ results, prefixed ``preemption:``. When one does, the scheduler evicts that node
 and nominates the node for the pod. PodDisruptionBudgets are weighed as upstream does: victims
 whose eviction would take a budget below zero allowed disruptions are reprieved first, and the
 node whose victims violate the fewest budgets is preferred.
+
+A pod already nominated may preempt again only if its nominated node now rejects it as
+UnschedulableAndUnresolvable, or no lower-priority pod there is terminating because the
+scheduler preempted it (a user's delete does not hold it back). When no node has victims to
+offer, the pod's nominatedNodeName is cleared.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
+from taintplane.api.decoding import parse_timestamp
 from taintplane.api.selectors import SelectorError, label_selector_from_dict
 from taintplane.scheduler.diagnosis import Diagnosis, fit_error_message
 from taintplane.scheduler.framework import (
@@ -40,15 +47,31 @@ __all__ = [
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
-NOT_ELIGIBLE_TERMINATING = "not eligible due to terminating pod on the nominated node."
+NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+#: ``math.MaxInt32 + 1``: added to each victim's priority before summing, so that more
+#: victims of a negative priority never add up to less than fewer of them.
+PRIORITY_OFFSET = 2**31
 
 
 class PreemptionResult:
-    def __init__(self, message: str, node: str = "", victims: Sequence[PodInfo] = ()) -> None:
+    """Preempt's outcome: a node and its victims, or why not. ``clear_nomination``: no
+    candidate was found, and upstream's NewPostFilterResultWithNominatedNode("") clears the
+    pod's nominatedNodeName (a pod refused as not eligible keeps it)."""
+
+    def __init__(
+        self,
+        message: str,
+        node: str = "",
+        victims: Sequence[PodInfo] = (),
+        *,
+        clear_nomination: bool = False,
+    ) -> None:
         self.message = message
         self.node = node
         self.victims = list(victims)
+        self.clear_nomination = clear_nomination
 
 
 class DefaultPreemption:
@@ -70,7 +93,8 @@ class DefaultPreemption:
         )
         if outcome.node:
             return PostFilterResult(outcome.node, outcome.victims), Status(Code.SUCCESS)
-        return None, Status.unschedulable(outcome.message)
+        cleared = PostFilterResult("") if outcome.clear_nomination else None
+        return cleared, Status.unschedulable(outcome.message)
 
 
 def _fits(
@@ -143,7 +167,7 @@ def _select_victims(
     outcome = _fits(run_filter, state, pod, node, lower)
     if outcome is not None:
         return [], 0, outcome
-    lower.sort(key=lambda p: (-p.priority, p.key))
+    lower.sort(key=_importance)
     violating, fine = split_by_budget_violation(lower, budgets)
     ordered = violating + fine
     victims: list[PodInfo] = []
@@ -157,6 +181,73 @@ def _select_victims(
     return victims, violations, None
 
 
+def _start_time(pod: PodInfo) -> float:
+    """``GetPodStartTime``: ``status.startTime``; a pod not started yet counts as starting
+    now, later than any pod that has."""
+    started = parse_timestamp((pod.pod.get("status") or {}).get("startTime"))
+    return started.timestamp() if started is not None else math.inf
+
+
+def _importance(pod: PodInfo) -> tuple[int, float, str]:
+    """``MoreImportantPod`` as a sort key: higher priority first, then the earlier start (the
+    key keeps equal pods in a stable order)."""
+    return -pod.priority, _start_time(pod), pod.key
+
+
+def _terminating_by_preemption(pod: PodInfo) -> bool:
+    """``podTerminatingByPreemption``: deleted, and its DisruptionTarget condition says the
+    scheduler preempted it (not a user's delete or another eviction)."""
+    if not pod.terminating:
+        return False
+    for condition in (pod.pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "DisruptionTarget":
+            return bool(
+                condition.get("status") == "True"
+                and condition.get("reason") == PREEMPTION_BY_SCHEDULER
+            )
+    return False
+
+
+def _eligible(pod: PodInfo, nodes: Sequence[NodeInfo], statuses: NodeToStatus) -> str:
+    """``PodEligibleToPreemptOthers``: why the pod may not preempt, or "" when it may."""
+    spec = pod.pod.get("spec") or {}
+    if spec.get("preemptionPolicy") == "Never":
+        return NOT_ELIGIBLE_NEVER
+    nominated = (pod.pod.get("status") or {}).get("nominatedNodeName") or ""
+    if not nominated:
+        return ""
+    if statuses.get(nominated).code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+        return ""  # the nominated node cannot take it any more (a taint added since…)
+    node = next((n for n in nodes if n.name == nominated), None)
+    if node is not None and any(
+        p.priority < pod.priority and _terminating_by_preemption(p) for p in node.pods.values()
+    ):
+        # Room is being made on the nominated node already: wait for it, evict nobody else.
+        return NOT_ELIGIBLE_TERMINATING
+    return ""
+
+
+def _earliest_top_start(victims: Sequence[PodInfo]) -> float:
+    """``GetEarliestPodStartTime``: the earliest start among the highest-priority victims."""
+    top = max(v.priority for v in victims)
+    return min(_start_time(v) for v in victims if v.priority == top)
+
+
+def _preference(node: str, victims: Sequence[PodInfo], violations: int) -> tuple[Any, ...]:
+    """``pickOneNodeForPreemption``'s criteria, in order, as a key where smaller is better:
+    the fewest budget violations, the lowest highest-victim priority, the smallest sum of
+    (offset) priorities, the fewest victims, the latest start of the highest-priority
+    victims; then the node name, standing in for upstream's first candidate in map order."""
+    return (
+        violations,
+        max(v.priority for v in victims),
+        sum(v.priority + PRIORITY_OFFSET for v in victims),
+        len(victims),
+        -_earliest_top_start(victims),
+        node,
+    )
+
+
 def evaluate_preemption(
     state: CycleState,
     pod: PodInfo,
@@ -166,18 +257,11 @@ def evaluate_preemption(
     budgets: Sequence[dict[str, Any]] = (),
     run_filter: FilterRun,
 ) -> PreemptionResult:
-    spec = pod.pod.get("spec") or {}
-    if spec.get("preemptionPolicy") == "Never":
-        return PreemptionResult("preemption: " + NOT_ELIGIBLE_NEVER)
-    nominated = (pod.pod.get("status") or {}).get("nominatedNodeName") or ""
-    by_name = {node.name: node for node in nodes}
-    if nominated in by_name and any(
-        p.terminating and p.priority < pod.priority for p in by_name[nominated].pods.values()
-    ):
-        # Room is being made on the nominated node already: wait for it, evict nobody else.
-        return PreemptionResult("preemption: " + NOT_ELIGIBLE_TERMINATING)
+    refusal = _eligible(pod, nodes, statuses)
+    if refusal:
+        return PreemptionResult("preemption: " + refusal)
     results: dict[str, Status] = {}
-    candidates: list[tuple[tuple[int, int, int, int, str], list[PodInfo]]] = []
+    candidates: list[tuple[tuple[Any, ...], str, list[PodInfo]]] = []
     for node in nodes:
         if statuses.get(node.name).code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             continue  # counted as absent: "not helpful"
@@ -188,23 +272,13 @@ def evaluate_preemption(
         if not victims:  # upstream: "expected at least one victim pod on node"
             results[node.name] = Status.unresolvable(NO_VICTIMS)
             continue
-        # Upstream's pickOneNodeForPreemption, in order: the fewest budget violations, the
-        # lowest highest-victim priority, the smallest sum of victim priorities, the fewest
-        # victims (then the name, for a stable choice where upstream compares start times).
-        key = (
-            violations,
-            max(v.priority for v in victims),
-            sum(v.priority for v in victims),
-            len(victims),
-            node.name,
-        )
-        candidates.append((key, victims))
+        candidates.append((_preference(node.name, victims, violations), node.name, victims))
     if candidates:
-        key, victims = min(candidates, key=lambda c: c[0])
-        return PreemptionResult("", key[-1], victims)
+        _, name, victims = min(candidates, key=lambda c: c[0])
+        return PreemptionResult("", name, victims)
     diagnosis = Diagnosis(
         num_all_nodes=len(nodes),
         node_statuses=results,
         absent_status=Status.unresolvable(NOT_HELPFUL),
     )
-    return PreemptionResult("preemption: " + fit_error_message(diagnosis))
+    return PreemptionResult("preemption: " + fit_error_message(diagnosis), clear_nomination=True)

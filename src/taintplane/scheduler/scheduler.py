@@ -45,6 +45,10 @@ __all__ = ["DEFAULT_SCHEDULER", "Scheduler", "default_framework", "nodes_to_find
 log = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULER = "default-scheduler"
+#: PodScheduled=False reasons (v1.PodReasonUnschedulable, v1.PodReasonSchedulerError).
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULER_ERROR = "SchedulerError"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 NODES = resource("", "v1", "nodes")
 PODS = resource("", "v1", "pods")
@@ -342,6 +346,14 @@ class Scheduler:
 
     async def schedule_one(self, pod: PodInfo) -> None:
         decision = self.placement.decide(pod)
+        if decision.error:
+            # Not a rejection: no plugin to wait for, so the pod is retried after its backoff
+            # (AddUnschedulableIfNotPresent with no rejector plugins), as upstream's.
+            self.queue.error(pod)
+            await self._record_failure(
+                pod, decision.message, reason=SCHEDULER_ERROR, clear_nomination=True
+            )
+            return
         if not decision.node:
             rejected = decision.diagnosis.unschedulable_plugins if decision.diagnosis else set()
             self.queue.unschedulable(pod, rejected)
@@ -351,7 +363,9 @@ class Scheduler:
                     log.info("deallocating a claim of %s failed: %s", pod.key, failed.message)
             if decision.nominated:
                 await self._preempt(pod, decision.nominated, decision.victims)
-            await self._record_failure(pod, decision.message)
+            await self._record_failure(
+                pod, decision.message, clear_nomination=decision.clear_nomination
+            )
             return
         node = self.nodes[decision.node]
         state = decision.state or CycleState()
@@ -359,7 +373,9 @@ class Scheduler:
         if failed is not None:
             self.framework.run_unreserve(state, pod, node.name)
             self.queue.error(pod)
-            await self._record_failure(pod, failed.message)
+            await self._record_failure(
+                pod, failed.message, reason=SCHEDULER_ERROR, clear_nomination=True
+            )
             return
         assumed = PodInfo.of(
             {**pod.pod, "spec": {**(pod.pod.get("spec") or {}), "nodeName": node.name}}
@@ -382,7 +398,9 @@ class Scheduler:
                     self.framework.run_unreserve(state, pod, node)
                     self._unassume(pod, node)
                     self.queue.error(pod)
-                    await self._record_failure(pod, failed.message)
+                    await self._record_failure(
+                        pod, failed.message, reason=SCHEDULER_ERROR, clear_nomination=True
+                    )
                     return
             await self._bind_now(pod, node)
 
@@ -428,13 +446,18 @@ class Scheduler:
         record the node as the pod's ``status.nominatedNodeName``."""
         self.nominated[pod.key] = (node, pod)  # at once, before the status says so
         for victim in victims:
-            condition = {
+            condition: dict[str, Any] = {
                 "type": "DisruptionTarget",
                 "status": "True",
                 "lastTransitionTime": format_time(self.clock.now()),
-                "reason": "PreemptionByScheduler",
+                "reason": PREEMPTION_BY_SCHEDULER,
                 "message": f"{self.name}: preempting to accommodate a higher priority pod",
             }
+            generation = victim.pod["metadata"].get("generation")
+            if isinstance(generation, int) and generation:
+                # CalculatePodConditionObservedGeneration (PodObservedGenerationTracking, GA
+                # in 1.35): the victim's generation.
+                condition["observedGeneration"] = generation
             try:
                 await self.client.patch(
                     PODS,
@@ -472,13 +495,23 @@ class Scheduler:
 
     # ---- reporting -------------------------------------------------------------------------
 
-    async def _record_failure(self, pod: PodInfo, message: str) -> None:
+    async def _record_failure(
+        self,
+        pod: PodInfo,
+        message: str,
+        *,
+        reason: str = UNSCHEDULABLE,
+        clear_nomination: bool = False,
+    ) -> None:
+        """``handleSchedulingFailure``: the event, then ``updatePod``: PodScheduled=False with
+        ``reason`` (Unschedulable for a rejection, SchedulerError for an error) and, when
+        asked, nominatedNodeName cleared, in one status patch made only if either changes."""
         condition: dict[str, Any] = {
             "type": "PodScheduled",
             "status": "False",
             "lastProbeTime": None,
             "lastTransitionTime": format_time(self.clock.now()),
-            "reason": "Unschedulable",
+            "reason": reason,
             "message": message,
         }
         generation = pod.pod["metadata"].get("generation")
@@ -498,12 +531,19 @@ class Scheduler:
             # (from SchedulingGated, say).
             condition["lastTransitionTime"] = current.get("lastTransitionTime")
         fields = ("status", "reason", "message", "observedGeneration")
+        status: dict[str, Any] = {}
         if current is None or any(current.get(f) != condition.get(f) for f in fields):
+            status["conditions"] = [condition]
+        if clear_nomination:
+            self.nominated.pop(pod.key, None)
+            if (pod.pod.get("status") or {}).get("nominatedNodeName"):
+                status["nominatedNodeName"] = None
+        if status:
             try:
                 await self.client.patch(
                     PODS,
                     pod.name,
-                    {"status": {"conditions": [condition]}},
+                    {"status": status},
                     namespace=pod.namespace,
                     patch_type="strategic",
                     subresource="status",
