@@ -21,14 +21,8 @@ from taintplane.client import resource
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import in_process_cluster
 from taintplane.sim.snapshot import read_live
-from taintplane.sim.whatif import (
-    TaintPlan,
-    WhatIfError,
-    WhatIfReport,
-    default_window,
-    resolve_plan,
-    run_what_if,
-)
+from taintplane.sim.whatif import WhatIfReport, run_what_if
+from taintplane.sim.whatif_plan import TaintPlan, WhatIfError, default_window, resolve_plan
 from tests.controllers.harness import START
 from tests.controllers.workload_builders import DEPLOYMENTS, make_daemonset, make_deployment
 

@@ -30,16 +30,9 @@ from taintplane.cli.text import columns
 from taintplane.client import ApiError, Client, HTTPTransport
 from taintplane.clock import RealClock
 from taintplane.sim.snapshot import SnapshotError, read_live, read_snapshot_file, snapshot_instant
-from taintplane.sim.whatif import (
-    PLACEMENT_NOTE,
-    STEPS,
-    Replacement,
-    WhatIfError,
-    WhatIfReport,
-    default_window,
-    resolve_plan,
-    run_what_if,
-)
+from taintplane.sim.whatif import PLACEMENT_NOTE, STEPS, WhatIfReport, run_what_if
+from taintplane.sim.whatif_outcomes import Replacement
+from taintplane.sim.whatif_plan import WhatIfError, default_window, resolve_plan
 
 __all__ = ["what_if_group"]
 

@@ -27,7 +27,7 @@ from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import Cluster, in_process_cluster
 from taintplane.sim.recorder import NODES, Happening, Recorder, node_taints
 from taintplane.sim.scenario import Scenario, Step
-from taintplane.sim.whatif import WhatIfError, apply_plan, resolve_plan
+from taintplane.sim.whatif_plan import WhatIfError, apply_plan, resolve_plan
 
 __all__ = ["ROUTINE", "SAMPLES", "Sample", "SimulationReport", "run_scenario", "shown_timeline"]
 

@@ -10,125 +10,62 @@ and what happens to pods and nodes is written down at the instant it happens.
 
 Where a pod is scheduled is one sample: the scheduler picks at random among the nodes that score
 best, as upstream's ``selectHost`` does, so the report says so rather than present it as certain.
+
+This module runs the copy and assembles the report; the change itself (which nodes, which taints,
+how long to watch) is :mod:`taintplane.sim.whatif_plan`, and what became of each pod and why is
+:mod:`taintplane.sim.whatif_outcomes`.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from taintplane.agents.nodes import NodeShape
-from taintplane.api.decoding import format_time, parse_timestamp
-from taintplane.api.duration import format_duration
+from taintplane.api.decoding import format_time
 from taintplane.api.features import FeatureGates
-from taintplane.api.podconditions import find_condition
-from taintplane.api.scheme import SCHEME
-from taintplane.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
-from taintplane.api.taint_spec import TaintChanges, TaintSpecError, apply_taint_changes
-from taintplane.api.taints import Taint, TaintEffect
-from taintplane.api.tolerations import (
-    Toleration,
-    matching_tolerations,
-    min_toleration_seconds,
-)
-from taintplane.client import Client, object_key
+from taintplane.client import object_key
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import in_process_cluster
-from taintplane.sim.recorder import NODES, Happening, Recorder, node_taints, owner_of
+from taintplane.sim.recorder import Happening, Recorder, node_taints, owner_of
 from taintplane.sim.snapshot import not_restored
+from taintplane.sim.whatif_outcomes import (
+    PodOutcome,
+    Replacement,
+    placement,
+    running_pod_outcome,
+    terminating_on,
+    terminating_outcome,
+)
+from taintplane.sim.whatif_plan import TaintPlan, apply_plan, restarted_countdowns, running_on
 
 __all__ = [
-    "NODE_RESOURCE_NAMES",
     "PLACEMENT_NOTE",
-    "Happening",
-    "PodOutcome",
-    "Replacement",
-    "TaintPlan",
-    "WhatIfError",
+    "STEPS",
     "WhatIfReport",
-    "apply_plan",
-    "default_window",
     "node_shape",
-    "resolve_plan",
     "run_what_if",
 ]
 
 
-#: Time left after the last eviction the taint causes, for replacements to be scheduled and start.
-SETTLE_SECONDS = 300.0
-#: The kubelet's grace period when a pod sets none.
-DEFAULT_GRACE_SECONDS = 30
 #: How many steps the clock takes through the window (each one reports progress).
 STEPS = 100
-
 
 #: Said once with every report: a placement is one outcome of the scheduler's random tie-break.
 PLACEMENT_NOTE = (
     "where pods are scheduled is one possible outcome: nodes that score equally are chosen "
     "at random, as the scheduler does"
 )
-#: The taint eviction controller's DisruptionTarget reason (PDBs do not hold it back).
-TAINT_EVICTION_REASON = "DeletionByTaintManager"
-
-#: What ``kubectl taint`` accepts as the resource type.
-NODE_RESOURCE_NAMES = frozenset({"node", "nodes", "no"})
-
-
-class WhatIfError(ValueError):
-    """The question cannot be asked of this snapshot (worded as kubectl words it)."""
-
-
-@dataclass(frozen=True)
-class TaintPlan:
-    """The taint changes of the question, and the nodes they are made to."""
-
-    nodes: tuple[str, ...]
-    changes: TaintChanges
-    overwrite: bool = False
-
-
-@dataclass(frozen=True)
-class PodOutcome:
-    """What became of a pod that ran on one of the tainted nodes."""
-
-    namespace: str
-    name: str
-    node: str
-    #: evicted (by the taint eviction controller or the Eviction API: a DisruptionTarget
-    #: condition), deleted (by anyone else, e.g. its DaemonSet), terminating (its deletion
-    #: began before the taint), or stays
-    outcome: str
-    at: datetime | None
-    detail: str
-    #: The PodDisruptionBudgets covering a pod the taint eviction controller evicted: upstream
-    #: does not consult them, so they did not hold the eviction back.
-    budgets_not_applied: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Replacement:
-    """A pod created during the window (by a ReplicaSet, a DaemonSet, …), and where it went."""
-
-    namespace: str
-    name: str
-    owner: str
-    #: The node it was scheduled to (last), or "" if it never was.
-    node: str
-    detail: str
-    #: Deleted before the window ended.
-    gone: bool = False
-
-    @property
-    def pending(self) -> bool:
-        return not self.node and not self.gone
 
 
 @dataclass
 class WhatIfReport:
+    """What a ``what-if`` run found between ``start`` (the change about to be made) and ``end``."""
+
     start: datetime
     end: datetime
     plan: TaintPlan
@@ -203,7 +140,7 @@ class WhatIfReport:
         }
 
 
-# ---- the snapshot's nodes and pods ----------------------------------------------------------
+# ---- the run ------------------------------------------------------------------------------------
 
 
 def _is_ready(node: dict[str, Any]) -> bool:
@@ -232,298 +169,6 @@ def node_shape(node: dict[str, Any]) -> NodeShape:
     return shape
 
 
-def _tolerations(pod: dict[str, Any]) -> list[Toleration]:
-    return [Toleration.from_dict(t) for t in (pod.get("spec") or {}).get("tolerations") or []]
-
-
-def _running_on(pod: dict[str, Any], nodes: Sequence[str]) -> bool:
-    spec, status = pod.get("spec") or {}, pod.get("status") or {}
-    return (
-        spec.get("nodeName") in nodes
-        and not pod["metadata"].get("deletionTimestamp")
-        and status.get("phase") not in ("Succeeded", "Failed")
-    )
-
-
-def _terminating_on(pod: dict[str, Any], nodes: Sequence[str]) -> bool:
-    """A pod whose deletion began before the question: the taint eviction controller still
-    marks it (and deletes it again), whatever its phase."""
-    return bool(
-        (pod.get("spec") or {}).get("nodeName") in nodes
-        and pod["metadata"].get("deletionTimestamp")
-    )
-
-
-def _eviction_delay(pod: dict[str, Any], taints: Sequence[Taint]) -> int | None:
-    """Seconds after the taints are seen until the taint eviction controller deletes ``pod``
-    (0: at once), or None when it tolerates them for good or none of them is NoExecute."""
-    no_execute = [t for t in taints if t.effect == TaintEffect.NO_EXECUTE]
-    if not no_execute:
-        return None
-    matched = matching_tolerations(no_execute, _tolerations(pod))
-    return 0 if matched is None else min_toleration_seconds(matched)
-
-
-def resolve_plan(
-    objects: Sequence[dict[str, Any]],
-    resources: Sequence[str],
-    changes: TaintChanges,
-    *,
-    selector: LabelSelector | None = None,
-    all_nodes: bool = False,
-    overwrite: bool = False,
-    allow_no_match: bool = False,
-) -> TaintPlan:
-    """The nodes ``kubectl taint RESOURCES… CHANGES…`` would change in this snapshot, in the
-    order kubectl visits them (the names as given; for ``-l`` and ``--all``, the order the
-    server lists them in: by name), checked as kubectl checks them against the server (missing
-    nodes, taints already there). A selector matching no node makes kubectl change nothing and
-    succeed: with ``allow_no_match`` the plan is then empty rather than an error."""
-    kind, names = resources[0], list(resources[1:])
-    if kind.partition(".")[0] not in NODE_RESOURCE_NAMES:
-        raise WhatIfError(f"invalid resource type {kind}, only node types are supported")
-    nodes = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "Node"}
-    if all_nodes or selector is not None:
-        chosen = sorted(
-            name
-            for name, node in nodes.items()
-            if selector is None or selector.matches(node["metadata"].get("labels"))
-        )
-        if not chosen and not allow_no_match:
-            raise WhatIfError("no nodes found to taint")
-    else:
-        missing = [name for name in names if name not in nodes]
-        if missing:
-            raise WhatIfError(f'nodes "{missing[0]}" not found')
-        chosen = list(dict.fromkeys(names))
-    for name in chosen:
-        try:
-            apply_taint_changes(name, node_taints(nodes[name]), changes, overwrite=overwrite)
-        except TaintSpecError as error:
-            raise WhatIfError(error.message) from error
-    return TaintPlan(tuple(chosen), changes, overwrite)
-
-
-def default_window(objects: Sequence[dict[str, Any]], plan: TaintPlan) -> float:
-    """Long enough for every eviction the taint causes, the evicted pods' grace periods, and
-    :data:`SETTLE_SECONDS` more for their replacements to be scheduled and start."""
-    nodes = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "Node"}
-    longest = 0.0
-    for obj in objects:
-        if obj.get("kind") != "Pod" or not _running_on(obj, plan.nodes):
-            continue
-        node = nodes[obj["spec"]["nodeName"]]
-        _, taints = apply_taint_changes(
-            node["metadata"]["name"], node_taints(node), plan.changes, overwrite=True
-        )
-        delay = _eviction_delay(obj, taints)
-        if delay is None:
-            continue
-        grace = (obj.get("spec") or {}).get("terminationGracePeriodSeconds")
-        grace = DEFAULT_GRACE_SECONDS if grace is None else grace
-        longest = max(longest, float(delay + grace))
-    return longest + SETTLE_SECONDS
-
-
-# ---- the run ------------------------------------------------------------------------------------
-
-
-async def apply_plan(
-    client: Client, plan: TaintPlan, between: Callable[[], Awaitable[None]] | None = None
-) -> None:
-    """The taint changes, as ``kubectl taint`` makes them: one node after another (its
-    ``RunTaint`` visits them in turn, one request each), a node's whole new taint list.
-    ``between`` runs after each node, so the cluster can react before the next one changes
-    (a replacement may land on a node tainted a moment later, as on a real cluster)."""
-    for name in plan.nodes:
-        node = await client.get(NODES, name)
-        _, taints = apply_taint_changes(
-            name, node_taints(node), plan.changes, overwrite=plan.overwrite
-        )
-        node.setdefault("spec", {})["taints"] = [t.to_dict() for t in taints]
-        await client.update(NODES, node)
-        if between is not None:
-            await between()
-
-
-def restarted_countdowns(objects: Sequence[dict[str, Any]], plan: TaintPlan) -> list[str]:
-    """A warning for each NoExecute taint a changed node already has and keeps: the copy's
-    taint eviction controller first sees it when the copy starts and times tolerations from
-    then (as upstream's does after a restart), so its evictions may come earlier for real."""
-    nodes = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "Node"}
-    warnings = []
-    for name in plan.nodes:
-        before = node_taints(nodes[name])
-        _, after = apply_taint_changes(name, before, plan.changes, overwrite=True)
-        kept = {(t.key, t.value, t.effect) for t in after}
-        for taint in before:
-            if taint.effect != TaintEffect.NO_EXECUTE:
-                continue
-            if (taint.key, taint.value, taint.effect) not in kept:
-                continue
-            since = f" (added {format_time(taint.time_added)})" if taint.time_added else ""
-            warnings.append(
-                f"node {name} already has {taint.to_string()}{since}: the copy times "
-                "tolerations of it from the start of the simulation, so evictions it causes "
-                "may come earlier than shown"
-            )
-    return warnings
-
-
-def _flag_unsimulated_owner(outcome: PodOutcome, pod: dict[str, Any]) -> PodOutcome:
-    """A pod whose controller the copy does not run (a StatefulSet, a Job): nobody replaces
-    it there, so the report says so rather than suggest it is simply gone."""
-    for ref in pod["metadata"].get("ownerReferences") or []:
-        if (
-            ref.get("controller")
-            and SCHEME.by_kind(str(ref.get("apiVersion")), str(ref.get("kind"))) is None
-        ):
-            owner = f"{ref.get('kind')}/{ref.get('name')}"
-            note = f"its owner {owner} is not simulated: a replacement is not shown"
-            return replace(outcome, detail=f"{outcome.detail}; {note}" if outcome.detail else note)
-    return outcome
-
-
-def _countdown_start(pod: dict[str, Any], taints: Sequence[Taint], fallback: datetime) -> datetime:
-    """When the taint eviction controller began timing ``pod``'s tolerations, as well as the
-    snapshot says: it saw the pod on the node with the NoExecute taint, so the later of the
-    earliest such taint's timeAdded and the pod's scheduling."""
-    added = [
-        t.time_added
-        for t in taints
-        if t.effect == TaintEffect.NO_EXECUTE and t.time_added is not None
-    ]
-    scheduled = (find_condition(pod, "PodScheduled") or {}).get("lastTransitionTime")
-    landed = pod["metadata"].get("creationTimestamp") if scheduled is None else scheduled
-    instants = [min(added)] if added else []
-    try:
-        parsed = parse_timestamp(str(landed)) if landed else None
-    except ValueError:
-        parsed = None
-    if parsed is not None:
-        instants.append(parsed)
-    return max(instants) if instants else fallback
-
-
-def _why_it_stays(
-    pod: dict[str, Any],
-    before: Sequence[Taint],
-    node: dict[str, Any] | None,
-    end: datetime,
-    started: datetime,
-) -> str:
-    taints = node_taints(node) if node is not None else []
-    pending = _eviction_delay(pod, before)
-    if pending is not None and _eviction_delay(pod, taints) is None:
-        due = _countdown_start(pod, before, started) + timedelta(seconds=pending)
-        return (
-            f"its pending eviction (due at {format_time(due)}) is cancelled: the taint is removed"
-        )
-    if not any(t.effect == TaintEffect.NO_EXECUTE for t in taints):
-        return "no NoExecute taint on its node: NoSchedule and PreferNoSchedule do not evict"
-    delay = _eviction_delay(pod, taints)
-    if delay is None:
-        return "tolerates every NoExecute taint on its node with no time limit"
-    due = started + timedelta(seconds=delay)
-    if due > end:
-        return f"tolerationSeconds {delay}: due at {format_time(due)}, after the window"
-    return "not evicted in the window"
-
-
-def _budgets_covering(objects: Sequence[dict[str, Any]], pod: dict[str, Any]) -> tuple[str, ...]:
-    """The PodDisruptionBudgets whose selector matches ``pod`` in its namespace (one with an
-    empty selector matches nothing, as the disruption controller reads it)."""
-    namespace = pod["metadata"].get("namespace")
-    labels = pod["metadata"].get("labels") or {}
-    names = []
-    for pdb in objects:
-        if pdb.get("kind") != "PodDisruptionBudget":
-            continue
-        if pdb["metadata"].get("namespace", "default") != namespace:
-            continue
-        try:
-            selector = label_selector_from_dict((pdb.get("spec") or {}).get("selector"))
-        except SelectorError:
-            continue
-        if not selector.is_empty() and selector.matches(labels):
-            names.append(str(pdb["metadata"]["name"]))
-    return tuple(sorted(names))
-
-
-def _not_held_back(outcome: PodOutcome, budgets: tuple[str, ...]) -> PodOutcome:
-    """An eviction by the taint eviction controller, which (as upstream) deletes without asking
-    the PodDisruptionBudgets that cover the pod: the report names them."""
-    if not budgets or not outcome.detail.startswith(TAINT_EVICTION_REASON):
-        return outcome
-    if len(budgets) == 1:
-        note = f"its PodDisruptionBudget {budgets[0]} does not apply to taint eviction"
-    else:
-        note = f"its PodDisruptionBudgets {', '.join(budgets)} do not apply to taint eviction"
-    return replace(outcome, detail=f"{outcome.detail}; {note}", budgets_not_applied=budgets)
-
-
-def _deletion_outcome(pod: dict[str, Any], recorder: Recorder) -> PodOutcome | None:
-    """A pod whose deletion began in the window: evicted or deleted, when and by whom."""
-    key = object_key(pod)
-    deleting = recorder.deletion(key)
-    if deleting is None:
-        return None
-    detail = deleting[2]
-    if key not in recorder.deleted:
-        # Its deletion began but nothing finished it: a kubelet that is not running (a node
-        # already down in the snapshot) leaves it Terminating.
-        detail += "; still Terminating at the end (its kubelet did not stop it)"
-    outcome = "evicted" if deleting[1] else "deleted"
-    metadata = pod["metadata"]
-    return PodOutcome(
-        metadata["namespace"],
-        metadata["name"],
-        pod["spec"]["nodeName"],
-        outcome,
-        deleting[0],
-        detail,
-    )
-
-
-def _terminating_outcome(
-    pod: dict[str, Any], recorder: Recorder, report: WhatIfReport
-) -> PodOutcome:
-    """A pod already Terminating: the taint eviction controller still marks it (upstream adds
-    its DisruptionTarget condition and deletes it again), whether or not it then goes."""
-    key = object_key(pod)
-    marked = recorder.marked.get(key)
-    detail = "already terminating"
-    if marked is not None:
-        detail += f"; marked by the taint manager at +{format_duration(report.offset(marked[0]))}"
-    gone = recorder.deleted.get(key)
-    if gone is not None:
-        detail += f"; deleted at +{format_duration(report.offset(gone))}"
-    metadata = pod["metadata"]
-    return PodOutcome(
-        metadata["namespace"],
-        metadata["name"],
-        pod["spec"]["nodeName"],
-        "terminating",
-        marked[0] if marked is not None else None,
-        detail,
-    )
-
-
-def _placed(recorder: Recorder, report: WhatIfReport, key: str, owner: str) -> Replacement:
-    """Where a pod scheduled (or created) in the window went, or why it is still pending."""
-    final = recorder.pods.get(key)
-    namespace, _, name = key.partition("/")
-    if final is None:
-        # Ran (or waited) and was deleted in the window: where it ran, and when.
-        placed = recorder.placed.get(key, "")
-        gone = recorder.deleted.get(key)
-        detail = f"deleted at +{format_duration(report.offset(gone))}" if gone else ""
-    else:
-        placed = (final.get("spec") or {}).get("nodeName") or ""
-        detail = "" if placed else recorder.unschedulable.get(key, "pending")
-    return Replacement(namespace, name, owner, placed, detail, gone=final is None)
-
-
 async def run_what_if(
     objects: Sequence[dict[str, Any]],
     plan: TaintPlan,
@@ -549,8 +194,8 @@ async def run_what_if(
             await recorder.start()
             began = clock.now()
             pods = list(recorder.pods.cache.values())
-            before = [p for p in pods if _running_on(p, plan.nodes)]
-            terminating = [p for p in pods if _terminating_on(p, plan.nodes)]
+            before = [p for p in pods if running_on(p, plan.nodes)]
+            terminating = [p for p in pods if terminating_on(p, plan.nodes)]
             pending = {object_key(p) for p in pods if not (p.get("spec") or {}).get("nodeName")}
             await apply_plan(cluster.client, plan, between=lambda: clock.advance(0))
             step = window / STEPS if window > 0 else 0
@@ -568,27 +213,20 @@ async def run_what_if(
                 warnings=restarted_countdowns(objects, plan),
             )
             for pod in before:
-                outcome = _deletion_outcome(pod, recorder)
-                if outcome is None:
-                    node_name = pod["spec"]["nodeName"]
-                    now = recorder.pods.get(object_key(pod)) or pod
-                    why = _why_it_stays(
-                        now, taints_before[node_name], recorder.nodes.get(node_name), end, began
+                node_taints_before = taints_before[pod["spec"]["nodeName"]]
+                report.affected.append(
+                    running_pod_outcome(
+                        pod, recorder, objects, node_taints_before, started=began, end=end
                     )
-                    metadata = pod["metadata"]
-                    outcome = PodOutcome(
-                        metadata["namespace"], metadata["name"], node_name, "stays", None, why
-                    )
-                outcome = _not_held_back(outcome, _budgets_covering(objects, pod))
-                report.affected.append(_flag_unsimulated_owner(outcome, pod))
+                )
             for pod in terminating:
-                report.affected.append(_terminating_outcome(pod, recorder, report))
+                report.affected.append(terminating_outcome(pod, recorder, began))
             report.affected.sort(key=lambda p: (p.namespace, p.name))
             for key, owner in recorder.created.items():
-                report.replacements.append(_placed(recorder, report, key, owner))
+                report.replacements.append(placement(recorder, began, key, owner))
             for key in recorder.placed:
                 if key in pending:
                     owner = owner_of(recorder.pods.get(key) or {"metadata": {}})
-                    report.scheduled_pending.append(_placed(recorder, report, key, owner))
+                    report.scheduled_pending.append(placement(recorder, began, key, owner))
             await recorder.stop()
     return report
