@@ -18,10 +18,12 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
 import builtins
 import queue
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,11 +74,21 @@ _LIST = (
     "AND k.id = (SELECT max(x.id) FROM kine x WHERE x.name = k.name AND x.id <= ?) "
     "ORDER BY k.name"
 )
-_COUNT_AFTER = (
-    "SELECT count(*) FROM kine k "
-    "WHERE k.name > ? AND k.name < ? AND k.deleted = 0 "
-    "AND k.id = (SELECT max(x.id) FROM kine x WHERE x.name = k.name AND x.id <= ?)"
+# The live keys under a prefix at a revision, in order: what a paged list counts its
+# remainingItemCount against (kept per list snapshot, see _live_names).
+_LIVE_NAMES = (
+    "SELECT k.name FROM kine k "
+    "WHERE k.name >= ? AND k.name < ? AND k.deleted = 0 "
+    "AND k.id = (SELECT max(x.id) FROM kine x WHERE x.name = k.name AND x.id <= ?) "
+    "ORDER BY k.name"
 )
+_COUNT_LATEST = (
+    "SELECT count(*) FROM kine k "
+    "WHERE k.name >= ? AND k.name < ? AND k.deleted = 0 "
+    "AND k.id = (SELECT max(x.id) FROM kine x WHERE x.name = k.name)"
+)
+#: How many list snapshots keep their live keys (a paged list reads one page at a time).
+_LIVE_NAMES_KEPT = 4
 _EVENTS = (
     "SELECT k.id, k.name, k.created, k.deleted, k.value, p.value FROM kine k "
     "LEFT JOIN kine p ON p.id = k.prev_revision "
@@ -127,6 +139,8 @@ class SqliteStore:
         self._local = threading.local()
         self._closed = False
         self._inflight: set[asyncio.Future[Any]] = set()
+        self._live_names_cache: OrderedDict[tuple[str, int], builtins.list[str]] = OrderedDict()
+        self._live_names_lock = threading.Lock()
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -397,18 +411,40 @@ class SqliteStore:
             more = limit > 0 and len(rows) > limit
             remaining = 0
             if more:
-                # In the same transaction: the keys after the page at the same revision.
-                after_page = (rows[limit - 1][0], _prefix_end(prefix), at)
-                (remaining,) = conn.execute(_COUNT_AFTER, after_page).fetchone()
+                # The keys after the page at the same revision. Counting them with SQL for
+                # every page made paging through 150 000 pods quadratic (68 s instead of 5 s):
+                # the live keys of the snapshot are read once, every page of it bisects them.
+                names = self._live_names(conn, prefix, at)
+                remaining = len(names) - bisect.bisect_right(names, rows[limit - 1][0])
         finally:
             conn.execute("COMMIT")
         rows = rows[:limit] if more else rows
         items = [KV(r[0], bytes(r[3]), int(r[1]), int(r[2])) for r in rows]
         return ListResult(items, at, items[-1].key if more else None, int(remaining))
 
+    def _live_names(self, conn: sqlite3.Connection, prefix: str, at: int) -> builtins.list[str]:
+        """The live keys under ``prefix`` at revision ``at`` (in the caller's transaction),
+        kept for the last few list snapshots: a revision's keys never change."""
+        key = (prefix, at)
+        with self._live_names_lock:
+            names = self._live_names_cache.get(key)
+            if names is not None:
+                self._live_names_cache.move_to_end(key)
+                return names
+        names = [row[0] for row in conn.execute(_LIVE_NAMES, (prefix, _prefix_end(prefix), at))]
+        with self._live_names_lock:
+            self._live_names_cache[key] = names
+            while len(self._live_names_cache) > _LIVE_NAMES_KEPT:
+                self._live_names_cache.popitem(last=False)
+        return names
+
     async def count(self, prefix: str) -> int:
-        result = await self.list(prefix)
-        return len(result.items)
+        return await self._in_thread(self._count, prefix)
+
+    def _count(self, prefix: str) -> int:
+        conn = self._read_conn()
+        (count,) = conn.execute(_COUNT_LATEST, (prefix, _prefix_end(prefix))).fetchone()
+        return int(count)
 
     # ---- watch ---------------------------------------------------------------------------
 
