@@ -86,6 +86,10 @@ def test_undeclared_names_and_unknown_device_fields_name_their_place() -> None:
         "compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' "
         "(in container '')\n | foo == 1\n | ^"
     )
+    assert selector_problem("Foo{a: 1}.a == 1") == (
+        "compilation failed: ERROR: <input>:1:1: undeclared reference to 'Foo' "
+        "(in container '')\n | Foo{a: 1}.a == 1\n | ^"
+    )
     assert selector_problem('device.name == "x"') == (
         "compilation failed: ERROR: <input>:1:7: undefined field 'name'\n"
         ' | device.name == "x"\n | ......^'

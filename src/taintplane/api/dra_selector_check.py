@@ -227,7 +227,7 @@ class _Checker:
                 self.take("]")
                 kind = _MAP_VALUES.get(kind or "") if token.text == "[" else None
             elif token.text == "{" and kind == "@message":
-                self.entries("}")
+                self.fields()
                 kind = None
             else:
                 return None if kind == "@message" else kind
@@ -279,6 +279,20 @@ class _Checker:
             if self.peek().text != closing:
                 self.take(",")
         self.take(closing)
+
+    def fields(self) -> None:
+        """A message literal's ``{name: value, …}``: the names are fields, not references."""
+        self.take("{")
+        while self.peek().text != "}":
+            if self.peek().kind == "ident" and self.peek(1).text == ":":
+                self.take()
+            else:
+                self.expr()
+            self.take(":")
+            self.expr()
+            if self.peek().text != "}":
+                self.take(",")
+        self.take("}")
 
     def primary(self) -> str | None:
         token = self.take()
@@ -347,6 +361,8 @@ class _Checker:
         if following == "." and self.peek(1).kind == "ident" and self.peek(2).text == "(":
             return None  # a namespaced function, such as strings.quote(...)
         if following == "{":
+            # The DRA environment declares no message types: cel-go refuses the type name.
+            self.error(token.offset, f"undeclared reference to '{name}' (in container '')")
             return "@message"
         self.error(token.offset, f"undeclared reference to '{name}' (in container '')")
         return None
