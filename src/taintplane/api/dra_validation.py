@@ -379,7 +379,7 @@ def _fully_qualified_name(name: str, path: Path) -> list[FieldError]:
     parts = name.split("/")
     errors: list[FieldError] = []
     if len(parts) == 1:
-        errors += _c_identifier(name, path)
+        errors += c_identifier_errors(name, path)
     elif len(parts) == 2:
         if not parts[0]:
             errors.append(FieldError.invalid(path, "", "the domain must not be empty"))
@@ -388,14 +388,15 @@ def _fully_qualified_name(name: str, path: Path) -> list[FieldError]:
         if not parts[1]:
             errors.append(FieldError.invalid(path, "", "the name must not be empty"))
         else:
-            errors += _c_identifier(parts[1], path)
+            errors += c_identifier_errors(parts[1], path)
     if "/" not in name:
         detail = "a fully qualified name must be a domain and a name separated by a slash"
         errors.append(FieldError.invalid(path, name, detail))
     return errors
 
 
-def _c_identifier(value: str, path: Path) -> list[FieldError]:
+def c_identifier_errors(value: str, path: Path) -> list[FieldError]:
+    """An attribute or capacity name's ID part: a C identifier of at most 32 bytes."""
     errors: list[FieldError] = []
     if len(value) > DEVICE_MAX_ID_LENGTH:
         errors.append(_too_long(path, DEVICE_MAX_ID_LENGTH))

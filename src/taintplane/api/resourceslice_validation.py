@@ -20,6 +20,7 @@ from taintplane.api.dra_validation import (
     GoList,
     as_dict,
     as_list,
+    c_identifier_errors,
     too_many,
     validate_device_name,
     validate_device_taint,
@@ -39,12 +40,9 @@ SLICE_MAX_DEVICES = 128
 #: ``ResourceSliceMaxDevicesWithAdvancedFeatures``: taints or counter consumption.
 SLICE_MAX_DEVICES_WITH_TAINTS = 64
 MAX_ATTRIBUTES_AND_CAPACITIES = 32
-DEVICE_MAX_ID_LENGTH = 32
 DEVICE_MAX_DOMAIN_LENGTH = 63
 ATTRIBUTE_MAX_VALUE_LENGTH = 64
 _SELECTION = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection`"
-_C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
-_C_IDENTIFIER_RE = re.compile(_C_IDENTIFIER_FMT, re.ASCII)
 _SEMVER_RE = re.compile(
     r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
     r"(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?"
@@ -181,28 +179,10 @@ def _device(
     return errors
 
 
-def _c_identifier(value: str, path: Path) -> list[FieldError]:
-    errors: list[FieldError] = []
-    if len(value) > DEVICE_MAX_ID_LENGTH:
-        detail = f"must have at most {DEVICE_MAX_ID_LENGTH} bytes"
-        errors.append(FieldError(ErrorType.TOO_LONG, str(path), "", detail))
-    if not _C_IDENTIFIER_RE.fullmatch(value):
-        message = names.regex_error(
-            "a valid C identifier must start with alphabetic character or '_', followed by a "
-            "string of alphanumeric characters or '_'",
-            _C_IDENTIFIER_FMT,
-            "my_name",
-            "MY_NAME",
-            "MyName",
-        )
-        errors.append(FieldError.invalid(path, value, message))
-    return errors
-
-
 def _qualified_name(key: str, path: Path) -> list[FieldError]:
     parts = key.split("/")
     if len(parts) == 1:
-        return _c_identifier(key, path)
+        return c_identifier_errors(key, path)
     if len(parts) > 2:
         return [FieldError.invalid(path, key, "must not contain more than one slash")]
     errors: list[FieldError] = []
@@ -213,7 +193,7 @@ def _qualified_name(key: str, path: Path) -> list[FieldError]:
     if not parts[1]:
         errors.append(FieldError.invalid(path, "", "the name must not be empty"))
     else:
-        errors += _c_identifier(parts[1], path)
+        errors += c_identifier_errors(parts[1], path)
     return errors
 
 
