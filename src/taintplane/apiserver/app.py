@@ -33,6 +33,7 @@ from taintplane.apiserver.health import (
 from taintplane.apiserver.openapi import OpenAPI
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.requestinfo import RequestInfo, parse_resource_path
+from taintplane.apiserver.scopes import SCOPE_IN_PROCESS
 from taintplane.apiserver.status import APIError
 from taintplane.apiserver.strategies.core import NAMESPACE_NAME_LABEL
 from taintplane.clock import Clock
@@ -164,8 +165,9 @@ class APIServer:
 
     async def loopback_app(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI app for in-process components: trusted as kube-apiserver's loopback
-        client (``system:apiserver`` in ``system:masters``)."""
-        await self._asgi({**scope, SCOPE_USER: LOOPBACK}, receive, send)
+        client (``system:apiserver`` in ``system:masters``), and known to send bodies the
+        client serialized from dicts (see :data:`SCOPE_IN_PROCESS`)."""
+        await self._asgi({**scope, SCOPE_USER: LOOPBACK, SCOPE_IN_PROCESS: True}, receive, send)
 
     async def dispatch(self, request: Request) -> Response:
         try:

@@ -44,6 +44,7 @@ from taintplane.apiserver.registry import Apply, Registry, WatchProgress
 from taintplane.apiserver.registry_checks import DecodeFailure
 from taintplane.apiserver.requestinfo import RequestInfo
 from taintplane.apiserver.scale import apply_scale, scale_of
+from taintplane.apiserver.scopes import SCOPE_IN_PROCESS
 from taintplane.apiserver.status import APIError, success
 from taintplane.apiserver.strict_decoding import (
     NO_NOTES,
@@ -232,7 +233,7 @@ class ResourceHandlers:
     async def _body_notes(self, request: Request) -> DecodeNotes:
         """Duplicate fields in a create or update body (not for a body converted from
         another served version: its raw bytes are not the object's)."""
-        if hasattr(request.state, "body"):
+        if hasattr(request.state, "body") or request.scope.get(SCOPE_IN_PROCESS):
             return NO_NOTES
         return notes_for_body(
             await request.body(),
@@ -397,7 +398,9 @@ class ResourceHandlers:
             patch = codec.decode_body(
                 raw, "application/yaml" if content_type.endswith("yaml") else "application/json"
             )
-            if content_type != "application/apply-patch+yaml":
+            if request.scope.get(SCOPE_IN_PROCESS):
+                pass  # serialized from dicts by our own client: no key can appear twice
+            elif content_type != "application/apply-patch+yaml":
                 notes = notes_for_patch(raw, content_type, self._field_validation(request))
             elif self._field_validation(request) != "Ignore":
                 apply_duplicates = yaml_duplicates(raw.decode("utf-8", "replace"))
