@@ -332,12 +332,15 @@ class SchedulingQueue:
 
     # ---- cluster events -------------------------------------------------------------------
 
-    def on_event(self, event: str) -> None:
-        """Move the unschedulable pods that ``event`` might help."""
+    def on_event(self, event: str, *, max_priority: int | None = None) -> None:
+        """Move the unschedulable pods that ``event`` might help; with ``max_priority`` only
+        those of that priority or lower (upstream's PreEnqueueCheck getLEPriorityPreCheck)."""
         self._move_cycle = self.scheduling_cycle
         for _, _, key in list(self._parked):
             queued = self._pods.get(key)
             if queued is None or self._where.get(key) != "unschedulable":
+                continue
+            if max_priority is not None and queued.info.priority > max_priority:
                 continue
             if not queued.rejected_by or any(
                 event in INTERESTS.get(p, set()) for p in queued.rejected_by

@@ -334,7 +334,7 @@ class Scheduler:
 
     def _pod_deleted(self, pod: dict[str, Any]) -> None:
         info = PodInfo.of(pod)
-        self.nominated.pop(info.key, None)
+        nomination = self.nominated.pop(info.key, None)
         self.queue.delete(info.key)
         self._assumed.pop(info.key, None)
         placed = self._placed.pop(info.key, None)
@@ -343,6 +343,10 @@ class Scheduler:
             node.remove_pod(info.key)
             self.placement.touched(node.name)
             self.queue.on_event(ClusterEvent.ASSIGNED_POD_DELETE)
+        elif nomination is not None or (pod.get("status") or {}).get("nominatedNodeName"):
+            # Upstream's deletePodFromSchedulingQueue: pods of lower or equal priority counted
+            # the nominated pod as if it were on its node, so its going frees that room.
+            self.queue.on_event(ClusterEvent.ASSIGNED_POD_DELETE, max_priority=info.priority)
 
     async def schedule_one(self, pod: PodInfo) -> None:
         decision = self.placement.decide(pod)
