@@ -155,7 +155,13 @@ class Scheduler:
         # disruption controller, says how many disruptions each still allows).
         self.pdb_informer = self.informers.of(PDBS)
         self.namespace_informer = self.informers.of(NAMESPACES)
-        # DynamicResources reads claims, slices, classes and DeviceTaintRules from these.
+        # DynamicResources reads claims, slices, classes and DeviceTaintRules from these; its
+        # assumed claims follow the claim informer (the assume cache's event handlers).
+        self.informers.of(RESOURCE_CLAIMS).add_handlers(
+            self.dra.claim_changed,
+            lambda old, new: self.dra.claim_changed(new),
+            self.dra.claim_deleted,
+        )
         self.dra_informers = [
             self._dra_informer(RESOURCE_CLAIMS, ClusterEvent.RESOURCE_CLAIM),
             self._dra_informer(RESOURCE_SLICES, ClusterEvent.RESOURCE_SLICE),

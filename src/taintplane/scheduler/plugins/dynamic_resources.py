@@ -15,7 +15,12 @@
 * **Reserve** remembers the chosen node's allocation as in flight (later cycles count those
   devices as taken); **Unreserve** forgets it.
 * **PreBind** writes it: the finalizer, then ``status.allocation`` and the pod in
-  ``status.reservedFor`` through ``resourceclaims/status``, before the pod is bound.
+  ``status.reservedFor`` through ``resourceclaims/status``, before the pod is bound. The
+  allocation then stops being in flight; the written claim is *assumed* (upstream's assume
+  cache) until the claim informer delivers that version or a newer one, or the claim's
+  deletion (:meth:`DynamicResources.claim_changed`, :meth:`DynamicResources.claim_deleted`).
+  Devices taken are therefore always those of the claims that exist, as the informer or this
+  scheduler last saw them, plus the allocations in flight.
 
 The texts are upstream's (``dynamicresources.go``, ``resourceclaim``); all rejections are
 UnschedulableAndUnresolvable, as upstream's ``statusUnschedulable``.
@@ -125,8 +130,28 @@ class DynamicResources:
         self.device_taints = device_taints
         self.device_taint_rules = device_taint_rules
         self.cel = CelCache()
-        #: claim uid -> claim with the allocation being written (upstream's assume cache)
+        #: claim uid -> claim with the allocation Reserve chose, until PreBind has written it
+        #: or Unreserve dropped it (upstream's inFlightAllocations)
         self.in_flight: dict[str, dict[str, Any]] = {}
+        #: claim uid -> the claim as PreBind wrote it, until the informer has that version or
+        #: a newer one, or the claim is deleted (upstream's assume cache)
+        self.assumed: dict[str, dict[str, Any]] = {}
+
+    # ---- the claim informer's events (the assume cache's handlers) -------------------------
+
+    def claim_changed(self, claim: Mapping[str, Any]) -> None:
+        """An informer add/update: the assumed version is dropped once the informer's is as
+        new (``assumeCache.add``: an older informer object never replaces the assumed one)."""
+        uid = (claim.get("metadata") or {}).get("uid", "")
+        assumed = self.assumed.get(uid)
+        if assumed is not None and _version(claim) >= _version(assumed):
+            del self.assumed[uid]
+
+    def claim_deleted(self, claim: Mapping[str, Any]) -> None:
+        """An informer delete: nothing of the claim is remembered, so its devices are free."""
+        uid = (claim.get("metadata") or {}).get("uid", "")
+        self.assumed.pop(uid, None)
+        self.in_flight.pop(uid, None)
 
     # ---- PreFilter -------------------------------------------------------------------------
 
@@ -151,13 +176,7 @@ class DynamicResources:
     def _assumed(self, claim: dict[str, Any]) -> dict[str, Any]:
         """The claim as this scheduler last wrote it, until the informer has caught up."""
         uid = (claim.get("metadata") or {}).get("uid", "")
-        pending = self.in_flight.get(uid)
-        if pending is None:
-            return claim
-        if allocation_of(claim) is not None or allocation_of(pending) is None:
-            del self.in_flight[uid]
-            return claim
-        return pending
+        return self.assumed.get(uid, claim)
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
@@ -208,10 +227,13 @@ class DynamicResources:
         return None
 
     def _all_claims(self) -> list[dict[str, Any]]:
-        claims = [self._assumed(c) for c in list(self.caches.claims.values())]
-        seen = {(c.get("metadata") or {}).get("uid") for c in claims}
-        pending = [c for uid, c in self.in_flight.items() if uid not in seen]
-        return claims + pending
+        """Every claim as the informer or this scheduler last saw it, with the allocations in
+        flight in place of their claims (``ListAllAllocatedDevices``)."""
+        return [
+            self.in_flight.get(uid) or self._assumed(c)
+            for c in list(self.caches.claims.values())
+            for uid in ((c.get("metadata") or {}).get("uid", ""),)
+        ]
 
     def _missing_class(self, request: Mapping[str, Any]) -> str:
         name = str(request.get("name", ""))
@@ -316,7 +338,10 @@ class DynamicResources:
         if s is None:
             return
         for index in s.allocations:
-            self.in_flight.pop(s.claims[index]["metadata"]["uid"], None)
+            uid = s.claims[index]["metadata"]["uid"]
+            if self.in_flight.pop(uid, None) is not None:
+                # AssumedClaimRestore: what PreBind may have assumed is not true any more.
+                self.assumed.pop(uid, None)
 
     # ---- PreBind ---------------------------------------------------------------------------
 
@@ -327,10 +352,21 @@ class DynamicResources:
         for index, claim in enumerate(s.claims):
             if is_reserved_for_pod(pod.pod, claim):
                 continue
+            uid = claim["metadata"].get("uid", "")
             try:
                 s.claims[index] = await self._bind_claim(s, index, pod)
             except (ApiError, _BindError) as error:
+                self.in_flight.pop(uid, None)
                 return Status(Code.ERROR, (str(error),))
+            if self.in_flight.pop(uid, None) is not None:
+                # Written: the claim as written is assumed until the informer catches up,
+                # unless the informer has already delivered it (or its deletion).
+                written = s.claims[index]
+                current = self.caches.claims.get(kobj(written)) or {}
+                if (current.get("metadata") or {}).get("uid") == uid and _version(
+                    current
+                ) < _version(written):
+                    self.assumed[uid] = written
         return None
 
     async def _bind_claim(self, s: _State, index: int, pod: PodInfo) -> dict[str, Any]:
@@ -371,14 +407,20 @@ class DynamicResources:
                     continue
                 what = "allocation and reservation" if allocation is not None else "reservation"
                 raise _BindError(f"add {what} to claim {kobj(claim)}: {error}") from error
-            if allocation is not None:
-                self.in_flight[updated["metadata"]["uid"]] = updated
             return updated
         raise _BindError(f"claim {kobj(claim)}: too many conflicts")  # pragma: no cover
 
 
 class _BindError(Exception):
     pass
+
+
+def _version(claim: Mapping[str, Any]) -> int:
+    """The resourceVersion as a number (the assume cache's ``GetObjectVersion``)."""
+    try:
+        return int((claim.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
 
 
 def _name_ns(claim: Mapping[str, Any]) -> tuple[str, str]:
