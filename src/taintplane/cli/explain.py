@@ -1,9 +1,11 @@
 """``taintplane explain pod NAME``: what ``0/N nodes are available`` does not say.
 
-For every node: the verdict, the plugin that decided it and why, with the actual taint,
-affinity term or resource numbers; for tainted nodes, the toleration that would let the pod
-on; for the nodes that fit, the score of each plugin. Computed by the scheduler's own code on
-the cluster as the API shows it now.
+For every node: the verdict, every plugin that rejects it and why (the scheduler's own reason
+first), with the actual taint, affinity term, resource numbers or device taints; the
+tolerations (pod tolerations, DeviceTolerations on a claim's request) that would let the pod
+on, offered only when they alone make the node feasible; for the nodes that fit, the score of
+each plugin. Computed by the scheduler's own code on the cluster as the API shows it now,
+ResourceClaims, ResourceSlices, DeviceClasses and DeviceTaintRules included.
 """
 
 from __future__ import annotations
@@ -14,17 +16,24 @@ from typing import Any
 
 import click
 
-from taintplane.api.nodeaffinity import requirement_matches, term_matches
-from taintplane.api.taints import Taint, TaintEffect
-from taintplane.api.tolerations import TaintFilter, find_untolerated_taint
 from taintplane.cli.admin import talking_to
+from taintplane.cli.explain_detail import detail
+from taintplane.cli.explain_fixes import device_detail, failures, verified_fix
 from taintplane.cli.kubeconfig import load_target
 from taintplane.cli.text import columns
-from taintplane.client import Client, HTTPTransport, resource
+from taintplane.client import ApiError, Client, HTTPTransport, resource
+from taintplane.client.informer import object_key
 from taintplane.clock import RealClock
+from taintplane.scheduler.framework import CycleState, Status
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
-from taintplane.scheduler.scheduler import Scheduler
+from taintplane.scheduler.scheduler import (
+    DEVICE_CLASSES,
+    DEVICE_TAINT_RULES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+    Scheduler,
+)
 
 __all__ = ["explain_command", "explain_pod"]
 
@@ -32,114 +41,94 @@ NODES = resource("", "v1", "nodes")
 PODS = resource("", "v1", "pods")
 
 
-def _suggest(taint: Taint) -> dict[str, Any]:
-    toleration: dict[str, Any] = {
-        "key": taint.key,
-        "operator": "Equal" if taint.value else "Exists",
+async def _list(client: Client, rt: Any) -> list[dict[str, Any]]:
+    """Every object of a kind; none when the server does not serve it (DeviceTaintRules are
+    alpha, served only with their feature gate)."""
+    try:
+        items, _ = await client.list(rt)
+    except ApiError as error:
+        if error.code == 404:
+            return []
+        raise
+    return items
+
+
+async def _view(client: Client, pod: dict[str, Any]) -> Scheduler:
+    """A scheduler that has seen the cluster as the API shows it now, less ``pod`` itself:
+    nodes, pods, and the claims, slices, classes and DeviceTaintRules DynamicResources reads."""
+    view = Scheduler(client, RealClock(), seed=0)
+    for node_object in await _list(client, NODES):
+        view._node_added(node_object)
+    for other in await _list(client, PODS):
+        if other["metadata"].get("uid") != pod["metadata"].get("uid"):
+            view._pod_added(other)
+    caches = view.dra_caches
+    caches.claims = {object_key(c): c for c in await _list(client, RESOURCE_CLAIMS)}
+    caches.slices = {object_key(s): s for s in await _list(client, RESOURCE_SLICES)}
+    caches.classes = {object_key(c): c for c in await _list(client, DEVICE_CLASSES)}
+    caches.rules = {object_key(r): r for r in await _list(client, DEVICE_TAINT_RULES)}
+    return view
+
+
+def _rejected_row(
+    view: Scheduler,
+    pending: dict[str, Any],
+    state: CycleState | None,
+    status: Status,
+    node: NodeInfo,
+    prefilter_rejected: bool,
+) -> dict[str, Any]:
+    """The scheduler's own verdict first, then every other plugin that rejects the node, and
+    the tolerations that would make it feasible when there are such."""
+    info = PodInfo.of(pending)
+    found = [status]
+    if state is not None and not prefilter_rejected:
+        found += [s for s in failures(view, state, info, node) if s.plugin != status.plugin]
+    rows = []
+    tolerations: list[dict[str, Any]] = []
+    for failure in found:
+        text, suggested = detail(failure.plugin, info, node)
+        if failure.plugin == names.DYNAMIC_RESOURCES and state is not None:
+            text = device_detail(view, state, node)
+        tolerations += suggested
+        rows.append({"plugin": failure.plugin, "reason": failure.message, "detail": text})
+    fix = None
+    if state is not None and not prefilter_rejected:
+        fix = verified_fix(view, pending, state, node, found, tolerations)
+    works = fix is not None and not fix.remaining
+    return {
+        "node": node.name,
+        "verdict": "rejected",
+        **rows[0],
+        "failures": rows,
+        "tolerations": fix.pod_tolerations if fix is not None and works else [],
+        "deviceTolerations": fix.device_tolerations if fix is not None and works else [],
+        # Tolerations were tried and would not be enough: what would still reject the node.
+        "stillRejectedBy": (
+            [{"plugin": s.plugin, "reason": s.message} for s in fix.remaining]
+            if fix is not None
+            else []
+        ),
+        "scores": {},
+        "total": None,
     }
-    if taint.value:
-        toleration["value"] = taint.value
-    toleration["effect"] = taint.effect
-    return toleration
-
-
-def _requirement_text(requirement: dict[str, Any], value: str | None) -> str:
-    values = ",".join(str(v) for v in requirement.get("values") or [])
-    wanted = f"{requirement.get('key')} {requirement.get('operator')}" + (
-        f" [{values}]" if values else ""
-    )
-    return f"{wanted} (node has {value if value is not None else '<none>'})"
-
-
-def _affinity_detail(pod: PodInfo, node: NodeInfo) -> str:
-    """Which part of nodeSelector or which requirement of each required term fails here."""
-    spec = pod.pod.get("spec") or {}
-    parts = []
-    missing = [
-        f"{k}={v} (node has {node.labels.get(k, '<none>')})"
-        for k, v in (spec.get("nodeSelector") or {}).items()
-        if node.labels.get(k) != v
-    ]
-    if missing:
-        parts.append("nodeSelector " + ", ".join(missing))
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    terms = required.get("nodeSelectorTerms") or []
-    failing_terms = []
-    for index, term in enumerate(terms):
-        if term_matches(term, node.labels, node.name):
-            return "; ".join(parts)  # the affinity holds: only the nodeSelector failed
-        failed = [
-            _requirement_text(r, node.labels.get(str(r.get("key"))))
-            for r in term.get("matchExpressions") or []
-            if not requirement_matches(r, node.labels.get(str(r.get("key"))))
-        ] + [
-            _requirement_text(r, node.name)
-            for r in term.get("matchFields") or []
-            if not requirement_matches(r, node.name if r.get("key") == "metadata.name" else None)
-        ]
-        failing_terms.append(f"term {index}: " + (", ".join(failed) or "empty term"))
-    if failing_terms:
-        parts.append("required node affinity: " + "; ".join(failing_terms))
-    return "; ".join(parts) or "no required node affinity term matches"
-
-
-def _detail(plugin: str, pod: PodInfo, node: NodeInfo) -> tuple[str, list[dict[str, Any]]]:
-    if plugin == names.TAINT_TOLERATION:
-        blocking = [
-            t
-            for t in node.taints
-            if t.effect in (TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE)
-            and find_untolerated_taint([t], pod.tolerations, TaintFilter.ALL) is not None
-        ]
-        text = "untolerated " + ", ".join(t.to_string() for t in blocking)
-        return text, [_suggest(t) for t in blocking]
-    if plugin == names.NODE_UNSCHEDULABLE:
-        return "the node is cordoned (spec.unschedulable)", [
-            {
-                "key": "node.kubernetes.io/unschedulable",
-                "operator": "Exists",
-                "effect": "NoSchedule",
-            }
-        ]
-    if plugin == names.NODE_AFFINITY:
-        return _affinity_detail(pod, node), []
-    if plugin == names.NODE_RESOURCES_FIT:
-        parts = []
-        for name, wanted in sorted(pod.requests.items()):
-            free = node.allocatable.get(name, 0) - node.requested.get(name, 0)
-            if wanted > free:
-                unit = "m" if name == "cpu" else ""
-                total = node.allocatable.get(name, 0)
-                parts.append(f"{name}: requests {wanted}{unit}, free {free}{unit} of {total}{unit}")
-        if len(node.pods) + 1 > node.allocatable.get("pods", 0):
-            parts.append(f"pods: {len(node.pods)} of {node.allocatable.get('pods', 0)} allowed")
-        return "; ".join(parts), []
-    return "", []
 
 
 async def explain_pod(client: Client, name: str, namespace: str) -> dict[str, Any]:
     pod = await client.get(PODS, name, namespace)
-    nodes, _ = await client.list(NODES)
-    pods, _ = await client.list(PODS)
-    view = Scheduler(client, RealClock(), seed=0)
-    for node_object in nodes:
-        view._node_added(node_object)
-    for other in pods:
-        if other["metadata"].get("uid") != pod["metadata"].get("uid"):
-            view._pod_added(other)
+    view = await _view(client, pod)
     # As the scheduler would see it now: a bound pod is explained as if it were pending.
     pending = {**pod, "spec": {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}}
-    info = PodInfo.of(pending)
     decision = view.explain(pending)
     rows = []
-    statuses = decision.diagnosis.node_statuses if decision.diagnosis else {}
+    diagnosis = decision.diagnosis
+    statuses = diagnosis.node_statuses if diagnosis else {}
+    prefilter_rejected = bool(diagnosis and diagnosis.pre_filter_message)
     for node in view.placement.node_order():
         status = statuses.get(node.name)
-        if status is None and decision.diagnosis and node.name not in decision.feasible:
+        if status is None and diagnosis and node.name not in decision.feasible:
             # Not filtered at all: a PreFilter rejected the pod, or named other nodes.
-            status = decision.diagnosis.absent_status
+            status = diagnosis.absent_status
         if status is None:
             scores = {
                 plugin: per_node[node.name] for plugin, per_node in (decision.scores or {}).items()
@@ -151,24 +140,17 @@ async def explain_pod(client: Client, name: str, namespace: str) -> dict[str, An
                     "plugin": "",
                     "reason": "",
                     "detail": "",
+                    "failures": [],
                     "tolerations": [],
+                    "deviceTolerations": [],
+                    "stillRejectedBy": [],
                     "scores": scores,
                     "total": sum(scores.values()),
                 }
             )
         else:
-            detail, tolerations = _detail(status.plugin, info, node)
             rows.append(
-                {
-                    "node": node.name,
-                    "verdict": "rejected",
-                    "plugin": status.plugin,
-                    "reason": status.message,
-                    "detail": detail,
-                    "tolerations": tolerations,
-                    "scores": {},
-                    "total": None,
-                }
+                _rejected_row(view, pending, decision.state, status, node, prefilter_rejected)
             )
     return {
         "pod": f"{namespace}/{name}",
@@ -208,17 +190,51 @@ def _table(report: dict[str, Any]) -> str:
             why = " ".join(f"{plugin}={value}" for plugin, value in row["scores"].items())
             table.append((row["node"], "fits", "", why, str(row["total"])))
         else:
-            why = row["reason"] + (f" ({row['detail']})" if row["detail"] else "")
-            table.append((row["node"], "rejected", row["plugin"], why, ""))
+            for index, failure in enumerate(row["failures"]):
+                why = failure["reason"] + (f" ({failure['detail']})" if failure["detail"] else "")
+                first = index == 0
+                table.append(
+                    (
+                        row["node"] if first else "",
+                        "rejected" if first else "",
+                        failure["plugin"],
+                        why,
+                        "",
+                    )
+                )
     lines.append("")
     lines += columns(header, table)
-    fixes = [(row["node"], t) for row in report["nodes"] for t in row["tolerations"]]
-    if fixes:
-        lines.append("")
-        lines.append("Tolerations that would let the pod onto rejected nodes:")
-        for node, toleration in fixes:
-            lines.append(f"  {node}: {json.dumps(toleration)}")
+    lines += _fixes(report["nodes"])
     return "\n".join(lines)
+
+
+def _fixes(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per toleration; a node with several needs all of them together."""
+    lines: list[str] = []
+    for row in rows:
+        for toleration in row["tolerations"]:
+            lines.append(f"  {row['node']}: {json.dumps(toleration)}")
+        for entry in row["deviceTolerations"]:
+            where = (
+                f"ResourceClaimTemplate {entry['template']}"
+                if entry.get("template")
+                else f"ResourceClaim {entry['claim']}"
+            )
+            lines.append(
+                f"  {row['node']}: {where} request {entry['request']}: "
+                + json.dumps(entry["toleration"])
+            )
+    if lines:
+        lines = ["", "Tolerations that would let the pod onto rejected nodes:", *lines]
+    short = [
+        f"  {row['node']}: still rejected by "
+        + ", ".join(f"{s['plugin']} ({s['reason']})" for s in row["stillRejectedBy"])
+        for row in rows
+        if row["stillRejectedBy"]
+    ]
+    if short:
+        lines += ["", "Tolerations alone would not make these nodes feasible:", *short]
+    return lines
 
 
 @click.group("explain")
