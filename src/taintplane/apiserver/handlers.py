@@ -58,7 +58,12 @@ from taintplane.apiserver.tables import table_for
 from taintplane.apiserver.watch_stream import watch_lines
 from taintplane.clock import Clock, RealClock
 
-__all__ = ["ResourceHandlers", "json_response"]
+__all__ = ["HANDLED_SUBRESOURCES", "ResourceHandlers", "json_response", "served_verbs"]
+
+#: The subresources these handlers give their own semantics (the registry's writes know
+#: status, finalize and binding; eviction and scale have their modules). A subresource in
+#: the scheme but not here would be written as an update of the whole object.
+HANDLED_SUBRESOURCES = frozenset({"status", "finalize", "binding", "eviction", "scale"})
 
 
 def json_response(body: Any, status: int = 200, content_type: str = "application/json") -> Response:
@@ -144,9 +149,11 @@ class ResourceHandlers:
             ("DELETE", True): "delete",
             ("DELETE", False): "deletecollection",
         }.get((method, bool(info.name)))
-        if verb is None or (not info.subresource and verb not in info.resource.verbs):
-            # A verb the resource does not serve (GET on the create-only bindings, a
-            # deletecollection of namespaces) is a 405, as the route is never installed.
+        if verb is None or verb not in served_verbs(info):
+            # A verb the resource or subresource does not serve (GET on the create-only
+            # bindings, PUT on pods/binding, DELETE on a status) is a 405, as the route is
+            # never installed: go-restful's 405 through kube-apiserver's serviceErrorHandler
+            # (a generic Status, no Allow header).
             raise APIError.method_not_allowed(
                 "the server does not allow this method on the requested resource"
             )
@@ -156,13 +163,15 @@ class ResourceHandlers:
             and verb not in ("list", "deletecollection")
         ):
             raise APIError.make(404, "NotFound", "the server could not find the requested resource")
-        if info.subresource == "binding" and method == "POST":
-            return json_response(await bind(self.registry, info, await self._body(request)), 201)
+        if info.subresource == "binding":
+            body = await self._body(request)
+            bound = await bind(self.registry, info, body, dry_run=self._dry_run(request))
+            return json_response(bound, 201)
         if info.resource.kind == "Binding" and not info.resource.group and verb == "create":
             return await self._legacy_binding(request, info)
         if info.resource.group in REVIEW_GROUPS and verb == "create" and not info.name:
             return json_response(await self.reviews.create(request, info), 201)
-        if info.subresource == "eviction" and method == "POST":
+        if info.subresource == "eviction":
             body = await self._body(request)
             evicted = await evict(self.registry, info, body, dry_run_query=self._dry_run(request))
             return json_response(evicted, 201)
@@ -221,7 +230,8 @@ class ResourceHandlers:
         pods = self.registry.scheme.lookup("", "v1", "pods")
         assert pods is not None
         pod_info = RequestInfo(pods, info.namespace, name, "binding")
-        return json_response(await bind(self.registry, pod_info, body), 201)
+        bound = await bind(self.registry, pod_info, body, dry_run=self._dry_run(request))
+        return json_response(bound, 201)
 
     # ---- helpers ---------------------------------------------------------------------------
 
@@ -670,6 +680,17 @@ class ResourceHandlers:
             "application/json;as=Table;v=v1;g=meta.k8s.io" if table else "application/json"
         )
         return StreamingResponse(stream, media_type=content_type)
+
+
+def served_verbs(info: RequestInfo) -> tuple[str, ...]:
+    """The verbs the addressed resource or subresource serves (the scheme's table, which
+    discovery publishes too): anything else has no route."""
+    if not info.subresource:
+        return info.resource.verbs
+    for subresource in info.resource.subresources:
+        if subresource.name == info.subresource:
+            return subresource.verbs
+    return ()
 
 
 def _patch_invalid(value: str, detail: str) -> APIError:

@@ -219,7 +219,13 @@ class Registry(RegistryReads):
         new: dict[str, Any] = clone(body)
         check_type(resource, new, field_validation, notes=notes)
         body_name = meta(new).get("name")
-        if body_name and body_name != name:
+        if not body_name:
+            # The update handler's checkName: ObjectName finds no name in the body.
+            raise APIError.bad_request(
+                f"the name of the object ({name} based on URL) was undeterminable: "
+                "name must be provided"
+            )
+        if body_name != name:
             raise APIError.bad_request(
                 f"the name of the object ({body_name}) does not match the name on the URL ({name})"
             )
@@ -317,9 +323,14 @@ class Registry(RegistryReads):
             # the caller, and neither the spec nor the status update rules apply.
             def check(new: dict[str, Any], old: dict[str, Any]) -> list[Any]:
                 return []
-        else:
+        elif not subresource:
             strategy.prepare_for_update(new, old)
             check = strategy.validate_update
+        else:
+            # Fail closed: a subresource without rules of its own must not write the object.
+            raise APIError.method_not_allowed(
+                "the server does not allow this method on the requested resource"
+            )
         validate(resource, name, lambda: check(new, old))
         await self.validate_admission("UPDATE", resource, namespace, new, old, subresource)
         new_meta["resourceVersion"] = old_meta["resourceVersion"]

@@ -5,34 +5,47 @@ from __future__ import annotations
 from typing import Any
 
 from taintplane.api.decoding import format_time
+from taintplane.api.field import FieldError, Path, aggregate_message
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.requestinfo import RequestInfo
 from taintplane.apiserver.status import APIError, success
 
-__all__ = ["TOPOLOGY_LABELS", "bind"]
+__all__ = ["TOPOLOGY_LABELS", "bind", "validate_pod_binding"]
 
 #: PodTopologyLabels admission's default configuration: the node labels a binding carries.
 TOPOLOGY_LABELS = ("topology.kubernetes.io/zone", "topology.kubernetes.io/region")
 
 
-async def bind(registry: Registry, info: RequestInfo, body: Any) -> dict[str, Any]:
+async def bind(
+    registry: Registry, info: RequestInfo, body: Any, *, dry_run: bool = False
+) -> dict[str, Any]:
     """Upstream's ``BindingREST.Create`` and ``setPodNodeAndMetadata``."""
-    if not isinstance(body, dict) or not isinstance(body.get("target"), dict):
-        raise APIError.bad_request("a Binding needs a target")
-    target = str(body["target"].get("name") or "")
-    if not target:
-        raise APIError.invalid(info.resource, info.name, [])
-    metadata: dict[str, Any] = body.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise APIError.bad_request("a Binding's metadata must be an object")
+    metadata = _check_body(info, body)
+    target = body.get("target")
+    target = target if isinstance(target, dict) else {}
+    errors = validate_pod_binding(target)
+    if errors:
+        # ValidatePodBinding's list goes back as an aggregate, which kube-apiserver answers
+        # 500 (an error that is not a Status); bad input is a 422 here, with its fields.
+        raise _binding_invalid(info.name, errors)
+    if not info.name:
+        # POST …/bindings naming no pod: the pod's key needs a name (NamespaceKeyFunc).
+        raise APIError.bad_request("Name parameter required.")
+    node_name = target["name"]
+    if not isinstance(node_name, str):
+        raise APIError.bad_request(
+            'Binding in version "v1" cannot be handled as a Binding: json: cannot unmarshal '
+            f"{_json_type(node_name)} into Go struct field ObjectReference.target.name of type "
+            "string"
+        )
     uid = str(metadata.get("uid") or "")
     resource_version = str(metadata.get("resourceVersion") or "")
     annotations = _strings(metadata.get("annotations"))
     # PodTopologyLabelsAdmission (beta, on by default in 1.35): the admission plugin adds the
     # node's topology labels to the Binding, and the Binding's labels are copied to the pod.
     labels = _strings(metadata.get("labels"))
-    if body["target"].get("kind") == "Node":
-        labels.update(await _topology_labels(registry, target))
+    if target.get("kind") == "Node":
+        labels.update(await _topology_labels(registry, node_name))
     if resource_version:
         # The stored bytes carry no resourceVersion: check it on a read, then pin the write
         # to it (a change in between is the generic conflict).
@@ -59,7 +72,7 @@ async def bind(registry: Registry, info: RequestInfo, body: Any) -> dict[str, An
             raise APIError.conflict_binding(
                 info.name, f"pod {info.name} has non-empty .spec.schedulingGates"
             )
-        spec["nodeName"] = target
+        spec["nodeName"] = node_name
         status = pod.setdefault("status", {})
         # ClearingNominatedNodeNameAfterBinding (beta, on by default in 1.35).
         status.pop("nominatedNodeName", None)
@@ -73,9 +86,65 @@ async def bind(registry: Registry, info: RequestInfo, body: Any) -> dict[str, An
     # Binding writes spec and status at once, which neither the main resource nor the status
     # subresource may: it goes straight through the registry's raw update.
     await registry.guaranteed_update(
-        info.resource, info.namespace, info.name, assign, subresource="binding"
+        info.resource, info.namespace, info.name, assign, subresource="binding", dry_run=dry_run
     )
     return success(201)
+
+
+def _check_body(info: RequestInfo, body: Any) -> dict[str, Any]:
+    """The create handler's checks (a missing apiVersion or kind is the endpoint's own, v1
+    Binding; the namespace may be left out), then BindingREST.Create's: the Binding names
+    the pod of the URL. Returns the Binding's metadata."""
+    if not isinstance(body, dict):
+        raise APIError.bad_request("the request body must be a JSON or YAML object")
+    api_version = body.get("apiVersion") or "v1"
+    kind = body.get("kind") or "Binding"
+    if api_version != "v1":
+        raise APIError.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API "
+            "version (v1)"
+        )
+    if kind != "Binding":
+        raise APIError.bad_request(
+            f'{kind} in version "v1" cannot be handled as a Binding: no kind "{kind}" is '
+            'registered for version "v1" in scheme "pkg/api/legacyscheme/scheme.go:30"'
+        )
+    metadata = body.get("metadata")
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise APIError.bad_request("a Binding's metadata must be an object")
+    namespace = metadata.get("namespace")
+    if namespace and namespace != info.namespace:
+        raise APIError.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    if (metadata.get("name") or "") != info.name:
+        raise APIError.bad_request("name in URL does not match name in Binding object")
+    return metadata
+
+
+def validate_pod_binding(target: dict[str, Any]) -> list[FieldError]:
+    """ValidatePodBinding: the target is a Node (or unsaid) and has a name."""
+    errors: list[FieldError] = []
+    kind = target.get("kind")
+    if kind not in (None, "", "Node"):
+        errors.append(
+            FieldError.not_supported(Path.root("target", "kind"), kind, ["Node", "<empty>"])
+        )
+    if not target.get("name"):
+        errors.append(FieldError.required(Path.root("target", "name")))
+    return errors
+
+
+def _binding_invalid(name: str, errors: list[FieldError]) -> APIError:
+    causes = [{"reason": e.type.reason, "message": e.body, "field": e.field} for e in errors]
+    return APIError.make(
+        422,
+        "Invalid",
+        f'Binding "{name}" is invalid: {aggregate_message(errors)}',
+        {"name": name, "kind": "Binding", "causes": causes},
+    )
 
 
 def _check_preconditions(
@@ -130,6 +199,17 @@ async def _topology_labels(registry: Registry, node_name: str) -> dict[str, str]
         raise
     labels = node["metadata"].get("labels") or {}
     return {key: str(labels[key]) for key in TOPOLOGY_LABELS if key in labels}
+
+
+def _json_type(value: Any) -> str:
+    """encoding/json's name for a JSON value's type in an UnmarshalTypeError."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, dict):
+        return "object"
+    return "array" if isinstance(value, list) else "string"
 
 
 def _strings(value: Any) -> dict[str, str]:

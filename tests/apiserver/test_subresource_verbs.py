@@ -1,0 +1,200 @@
+"""Every subresource answers only the verbs kube-apiserver 1.35 installs for it: the others
+have no route, a 405 as go-restful's through kube-apiserver's serviceErrorHandler (a generic
+Status with empty details, no Allow header), and nothing is read or written.
+
+The table is the scheme itself, so a subresource added later is covered without a new test."""
+
+import itertools
+
+import httpx
+import pytest
+
+from taintplane.api.scheme import SCHEME, ResourceType
+from taintplane.apiserver.handlers import HANDLED_SUBRESOURCES
+
+PODS = "/api/v1/namespaces/default/pods"
+METHODS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+NOT_ALLOWED = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "metadata": {},
+    "status": "Failure",
+    "message": "the server does not allow this method on the requested resource",
+    "reason": "MethodNotAllowed",
+    "details": {},
+    "code": 405,
+}
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def api(cluster):
+    with httpx.Client(base_url=cluster.url, timeout=30) as client:
+        yield client
+
+
+def _path(resource: ResourceType, name: str, subresource: str) -> str:
+    base = f"/apis/{resource.group}/{resource.version}" if resource.group else "/api/v1"
+    scope = "/namespaces/default" if resource.namespaced else ""
+    return f"{base}{scope}/{resource.plural}/{name}/{subresource}"
+
+
+def _request(api, method: str, path: str, body: bytes = b"{}") -> httpx.Response:
+    headers = {"Content-Type": "application/merge-patch+json"} if method == "PATCH" else {}
+    return api.request(method, path, content=body, headers=headers)
+
+
+ROUTES = [
+    (resource, sub.name, method, verb in sub.verbs)
+    for resource in SCHEME
+    for sub in resource.subresources
+    for method, verb in METHODS.items()
+]
+
+
+@pytest.mark.parametrize(
+    ("resource", "subresource", "method", "served"),
+    ROUTES,
+    ids=[f"{r.plural}/{s}-{m}" for r, s, m, _ in ROUTES],
+)
+def test_each_subresource_answers_only_its_verbs(api, resource, subresource, method, served):
+    response = _request(api, method, _path(resource, "absent", subresource))
+    if served:
+        # The route exists: whatever the answer (the object is absent), it is not a 405.
+        assert response.status_code != 405, response.text
+    else:
+        assert response.status_code == 405, response.text
+        assert response.json() == NOT_ALLOWED
+        assert "allow" not in response.headers
+
+
+def test_every_subresource_in_the_scheme_has_a_handler():
+    """A subresource the handlers do not know would be written as an update of the whole
+    object: adding one to the scheme must come with its semantics."""
+    for resource in SCHEME:
+        for sub in resource.subresources:
+            assert sub.name in HANDLED_SUBRESOURCES, f"{resource.plural}/{sub.name}"
+
+
+def _pod(api) -> dict:
+    name = f"sub-{next(_names)}"
+    body = {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    created = api.post(PODS, json=body)
+    assert created.status_code == 201, created.text
+    return created.json()
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "DELETE"])
+@pytest.mark.parametrize("subresource", ["binding", "eviction"])
+def test_binding_and_eviction_take_only_posts_and_leave_the_pod_alone(api, subresource, method):
+    """The issue's rows: PUT …/binding with ``{}`` or an invalid spec stored the body as the
+    pod (containers gone, a bogus toleration, an invalid nodeName); PUT …/eviction was a pod
+    update; DELETE deleted the pod."""
+    pod = _pod(api)
+    name = pod["metadata"]["name"]
+    bogus = (
+        b'{"spec": {"nodeName": "no-such-node!!", "tolerations": [{"operator": "Bogus"}]}}'
+        if method != "GET"
+        else b""
+    )
+    for body in (b"{}", bogus):
+        response = _request(api, method, f"{PODS}/{name}/{subresource}", body)
+        assert response.status_code == 405, response.text
+        assert response.json() == NOT_ALLOWED
+    after = api.get(f"{PODS}/{name}").json()
+    assert after == pod
+
+
+@pytest.mark.parametrize("method", ["POST", "DELETE"])
+def test_status_is_not_created_or_deleted(api, method):
+    pod = _pod(api)
+    response = _request(api, method, f"{PODS}/{pod['metadata']['name']}/status")
+    assert response.status_code == 405
+    assert api.get(f"{PODS}/{pod['metadata']['name']}").json() == pod
+
+
+def test_scale_and_finalize_refuse_what_they_do_not_serve(api):
+    namespace = api.post("/api/v1/namespaces", json={"metadata": {"name": "fin-verbs"}}).json()
+    for method in ("GET", "PATCH", "DELETE", "POST"):
+        response = _request(api, method, "/api/v1/namespaces/fin-verbs/finalize")
+        assert response.status_code == 405, (method, response.text)
+    assert api.get("/api/v1/namespaces/fin-verbs").json() == namespace
+    for method in ("POST", "DELETE"):
+        path = "/apis/apps/v1/namespaces/default/deployments/absent/scale"
+        assert _request(api, method, path).status_code == 405
+
+
+def test_discovery_lists_the_same_verbs(api):
+    listed = {r["name"]: r for r in api.get("/api/v1").json()["resources"]}
+    assert listed["pods/binding"]["verbs"] == ["create"]
+    assert listed["pods/eviction"]["verbs"] == ["create"]
+    assert listed["pods/status"]["verbs"] == ["get", "patch", "update"]
+    assert listed["namespaces/finalize"]["verbs"] == ["update"]
+
+
+def _binding(name, **fields):
+    return {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name}, **fields}
+
+
+NODE = {"apiVersion": "v1", "kind": "Node", "name": "n1"}
+
+
+def test_a_binding_names_the_pod_of_the_url(api):
+    """BindingREST.Create: a Binding for another pod, or naming none, is refused."""
+    pod = _pod(api)
+    name = pod["metadata"]["name"]
+    for body in (_binding("other", target=NODE), {"target": NODE}, {}):
+        refused = api.post(f"{PODS}/{name}/binding", json=body)
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["message"] == "name in URL does not match name in Binding object"
+    elsewhere = {**_binding(name, target=NODE), "metadata": {"name": name, "namespace": "kube"}}
+    refused = api.post(f"{PODS}/{name}/binding", json=elsewhere)
+    assert refused.json()["message"] == (
+        "the namespace of the provided object does not match the namespace sent on the request"
+    )
+    assert api.get(f"{PODS}/{name}").json() == pod
+
+
+def test_a_binding_is_validated_as_validate_pod_binding(api):
+    pod = _pod(api)
+    name = pod["metadata"]["name"]
+    refused = api.post(f"{PODS}/{name}/binding", json=_binding(name, target={"kind": "Pod"}))
+    assert refused.status_code == 422, refused.text
+    body = refused.json()
+    assert body["message"] == (
+        f'Binding "{name}" is invalid: [target.kind: Unsupported value: "Pod": supported '
+        'values: "Node", "<empty>", target.name: Required value]'
+    )
+    assert [c["field"] for c in body["details"]["causes"]] == ["target.kind", "target.name"]
+    numeric = api.post(f"{PODS}/{name}/binding", json=_binding(name, target={"name": 7}))
+    assert numeric.status_code == 400
+    assert api.get(f"{PODS}/{name}").json() == pod
+
+
+def test_a_dry_run_binding_binds_nothing(api):
+    pod = _pod(api)
+    name = pod["metadata"]["name"]
+    dry = api.post(f"{PODS}/{name}/binding?dryRun=All", json=_binding(name, target=NODE))
+    assert dry.status_code == 201, dry.text
+    assert api.get(f"{PODS}/{name}").json() == pod
+
+
+def test_the_legacy_bindings_need_a_pod_name(api):
+    refused = api.post("/api/v1/namespaces/default/bindings", json={"target": NODE})
+    assert refused.status_code == 400
+    assert refused.json()["message"] == "Name parameter required."
+
+
+def test_an_update_names_its_object(api):
+    """The update handler's checkName: a PUT body without a name (``{}`` to a status) is
+    refused before anything is read."""
+    pod = _pod(api)
+    name = pod["metadata"]["name"]
+    for path in (f"{PODS}/{name}", f"{PODS}/{name}/status"):
+        refused = api.put(path, json={})
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["message"] == (
+            f"the name of the object ({name} based on URL) was undeterminable: "
+            "name must be provided"
+        )
+    assert api.get(f"{PODS}/{name}").json() == pod
