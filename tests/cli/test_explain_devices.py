@@ -128,9 +128,9 @@ def test_a_device_pod_is_explained_with_its_claims_and_the_device_taints(cluster
     assert gpu1["reason"] == "cannot allocate all claims"
     assert gpu1["detail"] == (
         "claim default/trainer request gpu: 2 matching free device(s), 0 untainted; "
-        "untolerated device taints: gpu.example.com/gpu-1/gpu-0 ecc=bad:NoSchedule "
-        "(ResourceSlice gpu-1-gpu.example.com), gpu.example.com/gpu-1/gpu-1 "
-        "overheating:NoExecute (DeviceTaintRule overheat)"
+        "untolerated device taints: ecc=bad:NoSchedule (ResourceSlice gpu-1-gpu.example.com) "
+        "on gpu.example.com/gpu-1/gpu-0; overheating:NoExecute (DeviceTaintRule overheat) on "
+        "gpu.example.com/gpu-1/gpu-1"
     )
     assert gpu1["tolerations"] == []
     # Tolerating either taint frees a device, and one is all the request needs: the fewest
@@ -155,7 +155,7 @@ def test_a_device_pod_is_explained_with_its_claims_and_the_device_taints(cluster
     ]
     # plain: no device at all, so no toleration can help, and none is offered.
     assert rows["plain"]["reason"] == "cannot allocate all claims"
-    assert rows["plain"]["detail"] == ""
+    assert rows["plain"]["detail"] == "claim default/trainer request gpu: 0 matching free device(s)"
     assert rows["plain"]["tolerations"] == rows["plain"]["deviceTolerations"] == []
 
 

@@ -77,16 +77,23 @@ def _blocked(view: Scheduler, state: CycleState, node: NodeInfo) -> list[Blocked
 
 
 def device_detail(view: Scheduler, state: CycleState, node: NodeInfo) -> str:
-    """Which device taints keep each request of the pod's claims from the node's devices."""
+    """For each request of the pod's claims to allocate: the node's matching free devices,
+    and the device taints that keep them from it (each with its devices)."""
     parts = []
-    for blocked in _blocked(view, state, node):
-        taints = ", ".join(
-            f"{'/'.join(t.device)} {t.taint.to_string()} ({t.source})" for t in blocked.taints
+    for request in _blocked(view, state, node):
+        text = (
+            f"claim {request.claim} request {request.request}: {request.candidates} matching "
+            f"free device(s)"
         )
-        parts.append(
-            f"claim {blocked.claim} request {blocked.request}: {blocked.candidates} matching "
-            f"free device(s), {blocked.usable} untainted; untolerated device taints: {taints}"
-        )
+        if request.taints:
+            on: dict[str, list[str]] = {}
+            for found in request.taints:
+                on.setdefault(f"{found.taint.to_string()} ({found.source})", []).append(
+                    "/".join(found.device)
+                )
+            taints = "; ".join(f"{taint} on {', '.join(ids)}" for taint, ids in on.items())
+            text += f", {request.usable} untainted; untolerated device taints: {taints}"
+        parts.append(text)
     return "; ".join(parts)
 
 
@@ -130,7 +137,7 @@ def verified_fix(
         return Fix(remaining=untolerable)  # no toleration answers these
     entries: list[dict[str, Any]] = []
     if any(s.plugin == names.DYNAMIC_RESOURCES for s in found):
-        blocked = _blocked(view, state, node)
+        blocked = [r for r in _blocked(view, state, node) if r.taints]
         if not blocked:
             return None  # no device taint is in the way: tolerations cannot help
         templates = _templates(pod)

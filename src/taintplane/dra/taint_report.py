@@ -41,8 +41,8 @@ class TaintOnDevice:
 
 @dataclass
 class BlockedRequest:
-    """A request of a claim whose matching free devices on the node carry taints it does not
-    tolerate."""
+    """A request of a claim, and the node's matching free devices, some perhaps carrying
+    taints it does not tolerate."""
 
     claim: str  # namespace/name
     request: str  # "request" or "request/subrequest"
@@ -109,7 +109,8 @@ def blocked_requests(
     labels: Mapping[str, str],
     cel: CelCache | None = None,
 ) -> list[BlockedRequest]:
-    """The requests of ``claims`` (to be allocated) that device taints block on the node."""
+    """Every request of ``claims`` (to be allocated) with the node's devices for it: how many
+    match and are free, how many of those no taint blocks, and the blocking taints."""
     cel = cel or CelCache()
     pools = gather_pools(slices, node_name, labels, rules)
     devices = [d for p in pools if not p.incomplete for d in p.devices]
@@ -148,6 +149,5 @@ def blocked_requests(
                         blocked.taints += found
                     else:
                         blocked.usable += 1
-                if blocked.taints:
-                    out.append(blocked)
+                out.append(blocked)
     return out
