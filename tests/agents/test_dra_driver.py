@@ -13,11 +13,13 @@ from click.testing import CliRunner
 from taintplane.agents.dra_driver import RESOURCE_SLICES, UnknownDeviceError
 from taintplane.agents.nodes import DeviceSet, NodeShape
 from taintplane.cli.main import cli
+from taintplane.client import resource
 from taintplane.sim.cluster import running_cluster
 from taintplane.sim.clusterfile import ClusterFileError, parse_pools
 from tests.conftest import Kubectl
 from tests.controllers.harness import Sim, simulate
 
+DEVICE_CLASSES = resource("resource.k8s.io", "v1", "deviceclasses")
 GPUS = DeviceSet(
     "gpu.example.com",
     count=8,
@@ -71,6 +73,27 @@ def test_each_node_publishes_a_slice_of_its_devices(tmp_path):
         components=("agents",),
         nodes=[*gpu_nodes("gpu-1", "gpu-2"), NodeShape("cpu-1")],
     )
+
+
+def test_the_driver_installs_its_device_class_and_leaves_an_admins_own(tmp_path):
+    async def scenario(sim: Sim) -> None:
+        items, _ = await sim.client.list(DEVICE_CLASSES, "")
+        assert [i["metadata"]["name"] for i in items] == ["gpu.example.com"]
+        assert items[0]["spec"]["selectors"] == [
+            {"cel": {"expression": 'device.driver == "gpu.example.com"'}}
+        ]
+        # An admin's class of a driver's name, made before the driver comes, stays as it is.
+        mine = {"metadata": {"name": "tpu.example.com"}, "spec": {}}
+        created = await sim.client.create(DEVICE_CLASSES, mine)
+        await sim.kubelets.add([NodeShape("tpu-1", devices=[DeviceSet("tpu.example.com", 2)])])
+        kept = await sim.client.get(DEVICE_CLASSES, "tpu.example.com")
+        assert kept["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+        assert "selectors" not in kept["spec"]
+        assert (await slice_of(sim, "tpu-1-tpu.example.com"))["spec"]["driver"] == (
+            "tpu.example.com"
+        )
+
+    simulate(tmp_path, scenario, components=("agents",), nodes=gpu_nodes("gpu-1", "gpu-2"))
 
 
 def test_health_changes_become_taints_with_time_from_the_clock(tmp_path):

@@ -3,7 +3,10 @@
 For every :class:`~taintplane.agents.nodes.DeviceSet` of a node the driver publishes one
 ResourceSlice named ``<node>-<driver>`` (``nodeName`` and pool name = the node, one slice in
 the pool, owned by the Node) listing devices ``<name>-0`` … with their attributes and
-capacity, as a kubelet plugin does.
+capacity, as a kubelet plugin does. Before its first slice it installs a DeviceClass named
+after the driver selecting its devices (``device.driver == "<driver>"``), as real drivers'
+Helm charts do, so that claims have a class to name; one that exists already (the admin's own,
+or from an earlier start) is left as it is.
 
 A device's health is set with ``taintplane device health DRIVER/POOL/DEVICE STATE`` and the
 driver publishes it as seed 004's "degraded devices" story describes — taints with documented
@@ -39,17 +42,20 @@ from taintplane.client import ApiError, Client, resource
 from taintplane.clock import Clock
 
 __all__ = [
+    "DEVICE_CLASSES",
     "HEALTH_STATES",
     "HEALTH_TAINTS",
     "RESOURCE_SLICES",
     "DraDriver",
     "UnknownDeviceError",
+    "device_class",
     "device_objects",
 ]
 
 log = logging.getLogger(__name__)
 
 RESOURCE_SLICES = resource("resource.k8s.io", "v1", "resourceslices")
+DEVICE_CLASSES = resource("resource.k8s.io", "v1", "deviceclasses")
 HEALTH_STATES = ("healthy", "degraded", "failed")
 #: state -> (key suffix in the driver's domain, value, default effect)
 HEALTH_TAINTS: dict[str, tuple[str, str, str]] = {
@@ -122,6 +128,16 @@ def device_objects(pool: _Pool) -> list[dict[str, Any]]:
     return devices
 
 
+def device_class(driver: str) -> dict[str, Any]:
+    """The DeviceClass a driver's chart installs: every device of the driver."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": driver},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+    }
+
+
 class DraDriver:
     """Publishes the ResourceSlices of the simulated nodes' devices and their health."""
 
@@ -130,10 +146,25 @@ class DraDriver:
         self.clock = clock
         #: (driver, pool) -> what is published there.
         self.pools: dict[tuple[str, str], _Pool] = {}
+        #: Drivers whose DeviceClass was installed (or found) by this driver.
+        self.classes: set[str] = set()
+
+    async def install_class(self, driver: str) -> None:
+        """Create the driver's DeviceClass unless one of that name exists (never replaced)."""
+        if driver in self.classes:
+            return
+        self.classes.add(driver)  # before the await: nodes register concurrently
+        try:
+            await self.client.create(DEVICE_CLASSES, device_class(driver))
+        except ApiError as error:
+            if error.code != 409:
+                self.classes.discard(driver)
+                log.info("dra driver %s: installing its DeviceClass failed: %s", driver, error)
 
     async def publish_node(self, shape: NodeShape, node_uid: str) -> None:
         """Publish one slice per device set of a (newly registered) node."""
         for devices in shape.devices:
+            await self.install_class(devices.driver)
             pool = _Pool(shape.name, node_uid, devices)
             self.pools[(devices.driver, shape.name)] = pool
             await self._publish(pool)
