@@ -230,12 +230,28 @@ class Registry(RegistryReads):
                 f"the name of the object ({body_name}) does not match the name on the URL ({name})"
             )
         precondition = meta(new).get("resourceVersion") or None
-        old = await self.get(resource, namespace, name)
-        if precondition is not None and precondition != meta(old)["resourceVersion"]:
-            raise from_store_error(store_errors.Conflict(name, 0), resource, name)
-        return await self._write_update(
-            resource, namespace, name, new, old, subresource, dry_run, manager, None
-        )
+        while True:
+            old = await self.get(resource, namespace, name)
+            if precondition is not None and precondition != meta(old)["resourceVersion"]:
+                raise from_store_error(store_errors.Conflict(name, 0), resource, name)
+            try:
+                # An update without a resourceVersion is unconditional: a write that lands
+                # between the read and ours is no conflict of the client's, so it is read
+                # again (upstream's GuaranteedUpdate with AllowUnconditionalUpdate).
+                return await self._write_update(
+                    resource,
+                    namespace,
+                    name,
+                    new,
+                    old,
+                    subresource,
+                    dry_run,
+                    manager,
+                    None,
+                    raced=_LostRace if precondition is None else None,
+                )
+            except _LostRace:
+                new = clone(body)
 
     async def guaranteed_update(
         self,
@@ -251,11 +267,14 @@ class Registry(RegistryReads):
         apply: Apply | None = None,
         notes: DecodeNotes = NO_NOTES,
     ) -> dict[str, Any]:
-        """Read, ``mutate`` a copy, write; retried on conflicts. The copy has the current
-        resourceVersion, as the object a patch applies to does upstream: a result with
-        another one (a patch that sets it) names the version the caller expects, and
-        answers 409 unless that is the current one (on a retry, it no longer is)."""
-        for _ in range(32):
+        """Read, ``mutate`` a copy, write; read and mutated again whenever another write
+        lands in between, for as long as that happens, as etcd3's GuaranteedUpdate loops (a
+        conflict means someone else's write succeeded, so the cluster always progresses).
+        The copy has the current resourceVersion, as the object a patch applies to does
+        upstream: a result with another one (a patch that sets it) names the version the
+        caller expects, and answers 409 unless that is the current one (on a retry, it no
+        longer is). Refusals from admission or validation are not retried."""
+        while True:
             kv = await self._get_kv(resource, namespace, name)
             old = self._decode(kv)
             # The mutation gets its own copy (decoded again: cheaper than copying ``old``);
@@ -269,12 +288,19 @@ class Registry(RegistryReads):
                 raise from_store_error(store_errors.Conflict(name, 0), resource, name)
             try:
                 return await self._write_update(
-                    resource, namespace, name, new, old, subresource, dry_run, manager, apply
+                    resource,
+                    namespace,
+                    name,
+                    new,
+                    old,
+                    subresource,
+                    dry_run,
+                    manager,
+                    apply,
+                    raced=_LostRace,
                 )
-            except APIError as error:
-                if error.status.get("reason") != "Conflict":
-                    raise
-        raise APIError.conflict(resource, name, "too many concurrent updates; try again")
+            except _LostRace:
+                continue
 
     async def _write_update(
         self,
@@ -287,7 +313,12 @@ class Registry(RegistryReads):
         dry_run: bool,
         manager: str,
         apply: Apply | None,
+        *,
+        raced: type[Exception] | None = None,
     ) -> dict[str, Any]:
+        """Validate and write ``new`` over ``old``. A store conflict (another write landed
+        since ``old`` was read) raises ``raced`` when given, for the caller to read again;
+        otherwise it is the client's 409."""
         strategy = self.strategy(resource)
         new_meta, old_meta = meta(new), meta(old)
         new_meta["name"] = name
@@ -365,12 +396,18 @@ class Registry(RegistryReads):
             # is over (upstream's shouldDeleteDuringUpdate): a pod still terminating gracefully
             # stays for its kubelet's status updates and final deletion; a namespace also
             # waits for its spec.finalizers (ShouldDeleteNamespaceDuringUpdate).
-            await self._delete_now(resource, namespace, name, key, int(old_meta["resourceVersion"]))
+            await self._delete_now(
+                resource, namespace, name, key, int(old_meta["resourceVersion"]), raced=raced
+            )
             return new
         try:
             revision = await self.store.update(
                 key, self._encode(new), int(old_meta["resourceVersion"])
             )
+        except store_errors.Conflict as error:
+            if raced is not None:
+                raise raced from error
+            raise from_store_error(error, resource, name) from error
         except store_errors.StoreError as error:
             raise from_store_error(error, resource, name) from error
         self._written(resource)
