@@ -192,10 +192,11 @@ def test_monitoring_issuer_discovery_and_certificate_roles() -> None:
     assert bindings["/system:node-proxier"]["subjects"] == [user("system:kube-proxy")]
 
 
-def test_node_binding_keeps_the_nodes_group() -> None:
-    # Deviation kept on purpose: without a Node authorizer, nodes are authorized by this binding.
+def test_node_binding_binds_nobody() -> None:
+    # As upstream since 1.8: the Node authorizer, not RBAC, authorizes nodes.
     bindings = by_name(policy.cluster_role_bindings())
-    assert bindings["/system:node"]["subjects"] == [group("system:nodes")]
+    assert "subjects" not in bindings["/system:node"]
+    assert bindings["/system:node"]["roleRef"]["name"] == "system:node"
 
 
 def test_controller_roles_are_bound_to_their_service_accounts() -> None:

@@ -2,22 +2,24 @@
 with upstream's messages (plugin/pkg/admission/noderestriction).
 
 Its own Node only (and not its taints, its ownerReferences, nor labels outside the kubelet's
-set), its own Lease in ``kube-node-lease``, the status of pods bound to it, deletion of pods
-bound to it, and creation of mirror pods only: bound to itself, owned (as controller) by its
-Node of the current uid, and referring to no other API object. Other kinds are left to RBAC.
+set, nor any ``node-restriction.kubernetes.io/`` label), its own Lease in ``kube-node-lease``,
+the status of pods bound to it (not their labels nor resource claim statuses), deletion and
+eviction of pods bound to it, creation of mirror pods only (bound to itself, owned as
+controller by its Node of the current uid, referring to no other API object), and the
+ResourceSlices of its own ``spec.nodeName``. Reads are the Node authorizer's (apiserver/auth).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from taintplane.admission.chain import Attributes, Forbidden, Lookup, NotFound
+from taintplane.admission.chain import Attributes, Forbidden, Lookup, NotFound, UserInfo
 from taintplane.admission.pod_references import (
     references_configmaps,
     references_secrets,
 )
 
-__all__ = ["NodeRestriction", "node_identity"]
+__all__ = ["NodeRestriction", "identify", "node_identity"]
 
 NODES_GROUP = "system:nodes"
 NODE_PREFIX = "system:node:"
@@ -43,7 +45,11 @@ _KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
 
 def node_identity(attributes: Attributes) -> tuple[str, bool]:
     """(node name, is a node), as upstream's default NodeIdentifier reads the user."""
-    user = attributes.user
+    return identify(attributes.user)
+
+
+def identify(user: UserInfo | None) -> tuple[str, bool]:
+    """(node name, is a node) of a user: ``system:node:NAME`` in ``system:nodes``."""
     if user is None or NODES_GROUP not in user.groups:
         return "", False
     if not user.name.startswith(NODE_PREFIX):
@@ -53,6 +59,11 @@ def node_identity(attributes: Attributes) -> tuple[str, bool]:
 
 def _name(obj: dict[str, Any] | None) -> str:
     return str(((obj or {}).get("metadata") or {}).get("name") or "")
+
+
+def _claim_statuses(pod: dict[str, Any]) -> list[tuple[Any, Any]]:
+    statuses = (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    return [(s.get("name"), s.get("resourceClaimName")) for s in statuses if isinstance(s, dict)]
 
 
 def _label_namespace(key: str) -> str:
@@ -101,11 +112,16 @@ class NodeRestriction:
             if attributes.operation == "CREATE" and not attributes.subresource:
                 await self._mirror_pod(node, attributes.obj or {})
                 return
+            if attributes.subresource == "eviction":
+                await self._eviction(node, attributes)
+                return
             self._pod(node, attributes)
         elif resource.group == "" and resource.plural == "nodes":
             self._node(node, attributes)
         elif resource.group == "coordination.k8s.io" and resource.plural == "leases":
             self._lease(node, attributes)
+        elif resource.group == "resource.k8s.io" and resource.plural == "resourceslices":
+            self._resource_slice(node, attributes)
 
     @staticmethod
     def _pod(node: str, a: Attributes) -> None:
@@ -121,6 +137,10 @@ class NodeRestriction:
             labels = [(o.get("metadata") or {}).get("labels") or {} for o in (old, new)]
             if labels[0] != labels[1]:
                 raise Forbidden(f'node "{node}" cannot update labels through pod status')
+            claims = [_claim_statuses(o) for o in (old, new)]
+            if claims[0] != claims[1]:
+                # Upstream's spelling. The statuses name the claims the node may read.
+                raise Forbidden(f'node "{node}" cannot update resource claim statues')
             return
         if a.subresource not in ("", "eviction"):
             raise Forbidden(
@@ -137,6 +157,19 @@ class NodeRestriction:
             f'unexpected operation "{a.operation}", node "{node}" can only create and delete '
             "mirror pods"
         )
+
+    async def _eviction(self, node: str, a: Attributes) -> None:
+        """admitPodEviction: only pods bound to this node."""
+        if a.operation != "CREATE":
+            raise Forbidden(f"unexpected operation {a.operation}")
+        name = _name(a.obj) or _name(a.old)
+        if not name:
+            raise Forbidden("could not determine pod from request data")
+        pod = await self.lookup.get("v1", "Pod", name, a.namespace)
+        if pod is None:
+            raise NotFound("pods", name)
+        if (pod.get("spec") or {}).get("nodeName") != node:
+            raise Forbidden(f"node {node} can only evict pods with spec.nodeName set to itself")
 
     async def _mirror_pod(self, node: str, pod: dict[str, Any]) -> None:
         """Upstream's admitPodCreate."""
@@ -240,6 +273,16 @@ class NodeRestriction:
             bad = _forbidden_labels(new_meta.get("labels") or {}, old_labels)
             if bad:
                 raise Forbidden("is not allowed to modify labels: " + ", ".join(bad))
+
+    @staticmethod
+    def _resource_slice(node: str, a: Attributes) -> None:
+        """The Node authorizer cannot see a create's body nor each object of a
+        deletecollection: the slice must be this node's."""
+        for operation, obj, verb in (("CREATE", a.obj, "create"), ("DELETE", a.old, "delete")):
+            if a.operation == operation and ((obj or {}).get("spec") or {}).get("nodeName") != node:
+                raise Forbidden(
+                    f"can only {verb} ResourceSlice with the same NodeName as the requesting node"
+                )
 
     @staticmethod
     def _lease(node: str, a: Attributes) -> None:

@@ -15,6 +15,7 @@ __all__ = ["Request", "forbidden", "request_attributes"]
 _VERBS = {"POST": "create", "GET": "get", "HEAD": "get", "PUT": "update", "PATCH": "patch"}
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _PATH_SEGMENT = re.compile(r"^[^/%]+$")
+_SELECTING = ("list", "watch", "deletecollection")
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,9 @@ class Request:
     namespace: str = ""
     name: str = ""
     path: str = ""
+    #: The ``fieldSelector`` of a list, watch or deletecollection (upstream's
+    #: AuthorizeWithSelectors: the Node authorizer reads ``spec.nodeName`` in it).
+    field_selector: str = ""
 
 
 def _truthy(value: str | None) -> bool:
@@ -81,7 +85,10 @@ def request_attributes(user: UserInfo, method: str, path: str, query: Mapping[st
         name = _name_from_field_selector(query.get("fieldSelector", ""))
     if not name and verb == "delete":
         verb = "deletecollection"
-    return Request(user, verb, True, group, version, resource, subresource, namespace, name, path)
+    selector = query.get("fieldSelector", "") if verb in _SELECTING else ""
+    return Request(
+        user, verb, True, group, version, resource, subresource, namespace, name, path, selector
+    )
 
 
 def forbidden(request: Request, reason: str = "") -> APIError:

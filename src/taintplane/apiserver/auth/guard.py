@@ -5,7 +5,8 @@ A bearer token from the token file authenticates its user, who also gets
 ``system:authenticated``; a request without one is ``system:anonymous`` in
 ``system:unauthenticated`` (``--anonymous-auth`` defaults to true), whom RBAC allows only
 ``/version`` and the health checks; an unknown token is 401 (anonymous is not tried, as
-upstream's union authenticator fails on error). In-process components are trusted: their
+upstream's union authenticator fails on error). Authorization is ``--authorization-mode=Node,RBAC``
+(``chain.py``). In-process components are trusted: their
 requests carry :data:`LOOPBACK` in the ASGI scope, which no network request can set.
 """
 
@@ -26,7 +27,9 @@ from taintplane.apiserver import codec
 from taintplane.apiserver.auth import policy
 from taintplane.apiserver.auth.attributes import Request as Attributes
 from taintplane.apiserver.auth.attributes import forbidden, request_attributes
+from taintplane.apiserver.auth.chain import Authorizers
 from taintplane.apiserver.auth.escalation import escalation_checked
+from taintplane.apiserver.auth.node import NodeAuthorizer
 from taintplane.apiserver.auth.rbac import RBAC
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.status import APIError
@@ -71,6 +74,8 @@ class Guard:
     def __init__(self, tokens: dict[str, UserInfo], registry: Registry, scheme: Scheme) -> None:
         self.tokens = tokens
         self.rbac = RBAC(registry, scheme)
+        #: --authorization-mode=Node,RBAC
+        self.authorizer = Authorizers(self.rbac, NodeAuthorizer(registry, scheme))
         # RBAC writes are checked for privilege escalation after mutating admission, as
         # upstream's policy-based RBAC storage does.
         registry.admit = escalation_checked(registry.admit, self.rbac, CURRENT_REQUEST.get)
@@ -149,7 +154,7 @@ class Guard:
             for group in requested
         ]
         for attributes in asked:
-            decision = await self.rbac.authorize(attributes)
+            decision = await self.authorizer.authorize(attributes)
             if not decision.allowed:
                 raise forbidden(attributes, decision.reason)
         if name == ANONYMOUS.name:
@@ -172,7 +177,7 @@ class Guard:
                     attributes = Attributes(
                         user, request.method.lower(), False, path=request.scope["path"]
                     )
-                    decision = await self.rbac.authorize(attributes)
+                    decision = await self.authorizer.authorize(attributes)
                     if not decision.allowed:
                         raise forbidden(attributes, decision.reason)
                 except APIError as error:
@@ -188,7 +193,7 @@ class Guard:
         user = await self.impersonate(request, self.authenticate(request))
         path = request.scope["path"]
         attributes = request_attributes(user, request.method, path, request.query_params)
-        decision = await self.rbac.authorize(attributes)
+        decision = await self.authorizer.authorize(attributes)
         if not decision.allowed:
             raise forbidden(attributes, decision.reason)
         token = CURRENT_USER.set(user)

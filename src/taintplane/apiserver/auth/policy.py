@@ -6,16 +6,15 @@ As upstream's ``NewRule(...).RuleOrDie()``, a rule's verbs, groups, resources, n
 are sorted. admin, edit and view carry no rules of their own: the clusterrole-aggregation
 controller writes them from the ``aggregate-to-*`` roles (and RBAC aggregates them on the fly
 meanwhile). The system:controller:* roles are those of the controllers taintplane runs.
-Deviation: ``system:node`` is bound to the group ``system:nodes`` (upstream leaves the binding
-empty and authorizes nodes with the Node authorizer, which taintplane does not have;
-NodeRestriction limits their writes).
+As upstream, the ``system:node`` binding has no subjects: nodes are authorized by the Node
+authorizer (``node.py``), and NodeRestriction limits their writes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["cluster_role_bindings", "cluster_roles", "role_bindings", "roles"]
+__all__ = ["NODE_RULES", "cluster_role_bindings", "cluster_roles", "role_bindings", "roles"]
 
 READ = ["get", "list", "watch"]
 WRITE = ["create", "update", "patch", "delete", "deletecollection"]
@@ -198,7 +197,9 @@ _ADMIN = [
     _rule(READ_WRITE, ["rbac.authorization.k8s.io"], ["roles", "rolebindings"]),
 ]
 
-_NODE = [
+#: ``NodeRules()``: the system:node ClusterRole's rules, and what the Node authorizer grants
+#: every node for the resources it does not subdivide.
+NODE_RULES = [
     _rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
     _rule(
         ["create"], ["authorization.k8s.io"], ["subjectaccessreviews", "localsubjectaccessreviews"]
@@ -471,7 +472,7 @@ def cluster_roles() -> list[dict[str, Any]]:
                 _rule(READ, ["extensions"], ["deployments"]),
             ],
         ),
-        _role("system:node", _NODE),
+        _role("system:node", NODE_RULES),
         _role(
             "system:node-problem-detector",
             [
@@ -576,7 +577,8 @@ def _binding(
             "kind": "Role" if namespace else "ClusterRole",
             "name": role,
         },
-        "subjects": [_subject(kind, subject) for kind, subject in subjects],
+        # NewClusterBinding without subjects: omitted (``omitempty``), as system:node's.
+        **({"subjects": [_subject(k, s) for k, s in subjects]} if subjects else {}),
     }
 
 
@@ -606,8 +608,7 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
         _binding("system:kube-dns", "system:kube-dns", ("ServiceAccount", "kube-dns")),
         _binding("system:kube-scheduler", "system:kube-scheduler", scheduler),
         _binding("system:volume-scheduler", "system:volume-scheduler", scheduler),
-        # Deviation (see the module docstring): upstream's binding has no subjects.
-        _binding("system:node", "system:node", *_groups("system:nodes")),
+        _binding("system:node", "system:node"),
         _binding(
             "system:service-account-issuer-discovery",
             "system:service-account-issuer-discovery",
