@@ -9,12 +9,20 @@ from typing import Any
 
 from taintplane.api.scheme import ResourceType
 from taintplane.apiserver import codec
+from taintplane.apiserver.fairness import yield_turn
 from taintplane.apiserver.registry import WatchProgress
 from taintplane.apiserver.status import APIError
 from taintplane.apiserver.tables import table_for
 from taintplane.clock import Clock
 
-__all__ = ["watch_lines"]
+__all__ = ["PRE_TIMEOUT", "watch_lines"]
+
+#: How long before a watch's deadline its last bookmark goes (cacheWatcher: "right before
+#: the watcher timeout - for now we simply set it 2s before the deadline"), so a client that
+#: reconnects resumes from a revision as recent as possible.
+PRE_TIMEOUT = 2.0
+#: Events queued between two turns for other requests.
+_TURN_EVERY = 100
 
 
 async def watch_lines(
@@ -38,27 +46,59 @@ async def watch_lines(
 
     async def pump() -> None:
         try:
+            sent = 0
             async for item in events:
                 await queue.put(("event", item))
+                sent += 1
+                if sent % _TURN_EVERY == 0:
+                    # The initial events of a large kind come in one burst, without a wait:
+                    # other requests get their turn in between.
+                    await yield_turn()
         except APIError as error:
             await queue.put(("error", error.status))
         await queue.put(("end", None))
 
-    async def ticker(kind: str, seconds: float, on: Clock) -> None:
+    async def queue_bookmark() -> None:
+        # A bookmark's revision is fixed when it is queued: every event up to it is already
+        # ahead of it in the queue.
+        await queue.put(("bookmark", str(progress.bookmark())))
+
+    async def end_at(deadline: float) -> None:
+        await request_clock.sleep(deadline - request_clock.monotonic())
+        await queue.put(("end", None))
+
+    async def bookmarks(frequency: float, deadline: float | None) -> None:
+        """Upstream's cacheWatcher.nextBookmarkTime, jitter and its one-second buckets
+        aside: the next bookmark is ``frequency`` after the last one, or 2 s before the
+        watch's deadline if that comes first; none once that instant has passed (a watch of
+        timeoutSeconds < 2 gets none). The heartbeat counts the cluster's clock, the deadline
+        the request's (the same clock unless the cluster runs on virtual time)."""
         while True:
-            await on.sleep(seconds)
-            # A bookmark's revision is fixed when it is queued: every event up to it is
-            # already ahead of it in the queue.
-            await queue.put((kind, str(progress.bookmark())))
+            left = None if deadline is None else deadline - PRE_TIMEOUT - request_clock.monotonic()
+            if left is not None and left < 0:
+                return
+            if left is not None and left <= frequency:
+                # min(now + frequency, deadline - 2 s) is the deadline's: the last one.
+                await request_clock.sleep(left)
+                await queue_bookmark()
+                return
+            # The heartbeat is nearer, by the request clock's count; on virtual time the
+            # two clocks run apart, so whichever comes first.
+            due = await _first_of((clock, frequency), (request_clock, left))
+            await queue_bookmark()
+            if due == "deadline":
+                return  # the one just before the end; the watch ends 2 s later
 
     tasks = [asyncio.create_task(pump())]
     # Upstream (endpoints/handlers/watch.go) ends a watch of negative timeoutSeconds at once;
     # 0 or none is its --min-request-timeout default, random in 1800-3600 s, which taintplane
     # leaves out: such a watch stays open until the client leaves.
+    deadline = None
     if timeout is not None and timeout != 0:
-        tasks.append(asyncio.create_task(ticker("end", timeout, request_clock)))
+        deadline = request_clock.monotonic() + timeout
+        tasks.append(asyncio.create_task(end_at(deadline)))
     if bookmark_interval is not None:
-        tasks.append(asyncio.create_task(ticker("bookmark", bookmark_interval, clock)))
+        tasks.append(asyncio.create_task(bookmarks(bookmark_interval, deadline)))
     first_table = True
     try:
         while True:
@@ -98,3 +138,17 @@ async def watch_lines(
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
+
+
+async def _first_of(heartbeat: tuple[Clock, float], pre_timeout: tuple[Clock, float | None]) -> str:
+    """Wait until the heartbeat or the pre-timeout instant, each ``(clock, seconds)``, and
+    say which came first; the pre-timeout wins a tie (it is the last bookmark)."""
+    waits = {asyncio.ensure_future(heartbeat[0].sleep(heartbeat[1])): "heartbeat"}
+    if pre_timeout[1] is not None:
+        waits[asyncio.ensure_future(pre_timeout[0].sleep(pre_timeout[1]))] = "deadline"
+    try:
+        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waits:
+            waiter.cancel()
+    return "deadline" if any(waits[w] == "deadline" for w in done) else "heartbeat"
