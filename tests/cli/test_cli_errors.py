@@ -315,16 +315,20 @@ def test_a_write_failing_half_way_says_what_changed_and_how_to_undo_it(server: S
     assert done == (
         1,
         "node/node-1 tainted dedicated=team-z:NoSchedule\n"
-        "node/node-1 labeled dedicated=team-z\n"
+        "node/node-1 labeled node-restriction.kubernetes.io/dedicated=team-z\n"
         "node/node-2 tainted dedicated=team-z:NoSchedule\n"
-        "node/node-2 labeled dedicated=team-z\n",
+        "node/node-2 labeled node-restriction.kubernetes.io/dedicated=team-z\n"
+        "node/node-2 unlabeled dedicated (the old dedication's label, which a node may set on "
+        "itself)\n",
         'Error: namespaces "team-z" is forbidden: User "bob" cannot get resource "namespaces" '
         f'in API group "" in the namespace "team-z" (Forbidden, from {server.url}): grant it '
         "with a RoleBinding or ClusterRoleBinding, or use a kubeconfig whose user may (the one "
         "`taintplane up --auth` writes is cluster-admin); the changes printed above were kept, "
         "undo them with: "
-        "kubectl taint nodes node-1 dedicated- && kubectl label nodes node-1 dedicated- && "
+        "kubectl taint nodes node-1 dedicated- && "
+        "kubectl label nodes node-1 node-restriction.kubernetes.io/dedicated- && "
         "kubectl taint nodes node-2 dedicated- && "
+        "kubectl label nodes node-2 node-restriction.kubernetes.io/dedicated- && "
         "kubectl label nodes node-2 dedicated=old --overwrite\n",
     )
     undo = done[2].split("undo them with: ", 1)[1].strip().split(" && ")
@@ -336,3 +340,4 @@ def test_a_write_failing_half_way_says_what_changed_and_how_to_undo_it(server: S
         assert server.ok("get", "node", node, "-o", "jsonpath={.metadata.labels.dedicated}") == (
             label
         )
+        assert "node-restriction" not in server.ok("get", "node", node, "--show-labels")

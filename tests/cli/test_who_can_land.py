@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -15,6 +16,7 @@ from taintplane.agents.nodes import NodeShape
 from taintplane.api.tolerations import Toleration
 from taintplane.cli.main import cli
 from taintplane.sim.cluster import Cluster, running_cluster
+from tests.conftest import Kubectl
 
 ENABLED = tuple(
     p
@@ -69,7 +71,7 @@ def test_a_dedicated_node_is_reachable_by_its_namespace_only(cluster: Cluster) -
     assert rows(cluster, "node-2")["team-a"] == (
         False,
         False,
-        "node selector dedicated=team-a does not match the node",
+        "node selector node-restriction.kubernetes.io/dedicated=team-a does not match the node",
     )
     assert rows(cluster, "node-2")["default"] == (True, True, "nothing restricts it")
 
@@ -87,3 +89,58 @@ def test_evict_closes_the_spec_node_name_door(cluster: Cluster) -> None:
     assert table[0].split() == ["NAMESPACE", "SCHEDULED", "DIRECT", "WHY"]
     team = next(line for line in table if line.startswith("team-a"))
     assert team.split()[:3] == ["team-a", "yes", "yes"]
+
+
+def test_an_old_dedication_is_pointed_out_with_its_move(cluster: Cluster, tmp_path: Path) -> None:
+    kubectl = Kubectl(cluster.kubeconfig_path, tmp_path)
+    # node-2 dedicated to team-z the old way: the taint, the label dedicated=team-z (which a
+    # node may set on itself) and team-z's pods selecting it.
+    kubectl("taint", "nodes", "node-2", "dedicated=team-z:NoSchedule")
+    kubectl("label", "nodes", "node-2", "dedicated=team-z")
+    kubectl("create", "namespace", "team-z")
+    kubectl(
+        "annotate",
+        "namespace",
+        "team-z",
+        "scheduler.alpha.kubernetes.io/node-selector=dedicated=team-z",
+    )
+    try:
+        result = CliRunner().invoke(
+            cli, ["policy", "who-can-land", "node-2", "--kubeconfig", str(cluster.kubeconfig_path)]
+        )
+        assert result.exit_code == 0, result.output
+        assert result.stderr == (
+            "warning: node-2 is dedicated to team-z by the label dedicated=team-z, which "
+            "NodeRestriction lets a node set on itself: any node that labels itself so draws "
+            "team-z's pods. Move the dedication to node-restriction.kubernetes.io/dedicated, "
+            "which nodes cannot set: taintplane dedicate nodes node-2 --to-namespace team-z\n"
+        )
+        assert rows(cluster, "node-2")["team-z"] == (
+            False,
+            True,
+            "node selector dedicated=team-z is a label the node may set on itself; "
+            "dedicated=team-z:NoSchedule is not tolerated by the cluster whitelist; only "
+            "NoSchedule taints: spec.nodeName bypasses them",
+        )
+        # Any other node is one self-applied label away from team-z's pods.
+        assert rows(cluster, "node-1")["team-z"][2].startswith(
+            "node selector dedicated=team-z does not match the node (but the node may set that "
+            "label on itself)"
+        )
+        assert (
+            json.loads(invoke(cluster, "policy", "who-can-land", "node-1", "-o", "json"))[
+                "warnings"
+            ]
+            == []
+        )
+        # A node labelled so without the taint: it may have labelled itself.
+        kubectl("taint", "nodes", "node-2", "dedicated-")
+        report = json.loads(invoke(cluster, "policy", "who-can-land", "node-2", "-o", "json"))
+        assert report["warnings"] == [
+            "node-2 has the label dedicated=team-z but not the taint dedicated=team-z: it may "
+            "have labelled itself; a namespace that selects that label lands there"
+        ]
+    finally:
+        kubectl("label", "nodes", "node-2", "dedicated-")
+        kubectl.run("taint", "nodes", "node-2", "dedicated-")
+        kubectl("delete", "namespace", "team-z", "--wait=false")

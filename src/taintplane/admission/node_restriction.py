@@ -19,7 +19,7 @@ from taintplane.admission.pod_references import (
     references_secrets,
 )
 
-__all__ = ["NodeRestriction", "identify", "node_identity"]
+__all__ = ["NodeRestriction", "identify", "node_identity", "node_may_set_label"]
 
 NODES_GROUP = "system:nodes"
 NODE_PREFIX = "system:node:"
@@ -91,6 +91,11 @@ def _forbidden_labels(new: dict[str, str], old: dict[str, str]) -> list[str]:
         if kubernetes and not _kubelet_label(key):
             forbidden.add(key)
     return sorted(forbidden)
+
+
+def node_may_set_label(key: str) -> bool:
+    """Whether NodeRestriction lets a node add, change or remove this label on itself."""
+    return not _forbidden_labels({key: ""}, {})
 
 
 class NodeRestriction:

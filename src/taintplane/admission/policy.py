@@ -6,6 +6,10 @@ NoExecute taints and match its labels. **Direct** (``spec.nodeName`` set by the 
 bypassing the scheduler): the kubelet only refuses untolerated NoExecute taints and a node
 selector that does not match — a NoSchedule taint does not stop it.
 
+A namespace node selector a node can satisfy by labelling itself (any label outside
+``node-restriction.kubernetes.io/`` and kubernetes.io's reserved ones) is pointed out: it keeps
+out only well-behaved nodes.
+
 What a namespace's pods can tolerate is bounded by PodTolerationRestriction's whitelist (the
 namespace's annotation, else the cluster's; none or empty means anything); the labels they
 must match come from PodNodeSelector (the namespace's annotation, else the cluster default).
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from taintplane.admission import pod_node_selector, pod_toleration_restriction
+from taintplane.admission.dedication import self_settable
 from taintplane.admission.label_sets import LabelMapError, parse_labels_map
 from taintplane.admission.plugins import AdmissionSetup
 from taintplane.api.field import Path
@@ -106,12 +111,21 @@ def who_can_land(
             rows.append(Landing(name, False, False, f"namespace node selector: {error}"))
             continue
         mismatch = [f"{k}={v}" for k, v in selector.items() if labels.get(k) != v]
+        settable = self_settable(selector)
         allowed = _whitelist(namespace, setup)
         blocked, scope = _untolerable(blocking, allowed)
         evicted, _ = _untolerable(evicting, allowed)
         reasons = []
         if mismatch:
-            reasons.append(f"node selector {','.join(mismatch)} does not match the node")
+            reason = f"node selector {','.join(mismatch)} does not match the node"
+            if all(term in settable for term in mismatch):
+                # What a compromised kubelet could do: label itself into the selection.
+                reason += " (but the node may set that label on itself)"
+            reasons.append(reason)
+        elif settable:
+            reasons.append(
+                f"node selector {','.join(settable)} is a label the node may set on itself"
+            )
         if blocked is not None:
             reasons.append(f"{blocked} is not tolerated by the {scope}")
         elif blocking:

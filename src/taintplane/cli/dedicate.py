@@ -3,21 +3,28 @@ recipe in one step.
 
 1. Each node gets the taint ``dedicated=NS:NoSchedule`` (``NoExecute`` with ``--evict``, which
    also removes pods already there that do not tolerate it) in place of any other
-   ``dedicated`` taint, and the label ``dedicated=NS``.
+   ``dedicated`` taint, and the label ``node-restriction.kubernetes.io/dedicated=NS``, which
+   NodeRestriction refuses to nodes: a node cannot label itself into the namespace's pods'
+   selection (the label ``dedicated=NS`` of earlier dedications it could; that label is
+   removed).
 2. The namespace (created if missing) gets the annotations the admission plugins read:
    ``scheduler.alpha.kubernetes.io/defaultTolerations`` (its pods tolerate the taint),
    ``scheduler.alpha.kubernetes.io/tolerationsWhitelist`` (they may tolerate nothing else but
    the node-condition taints admission adds: not-ready and unreachable from
    DefaultTolerationSeconds, memory-pressure from PodTolerationRestriction) and
-   ``scheduler.alpha.kubernetes.io/node-selector`` ``dedicated=NS`` (they land only there).
+   ``scheduler.alpha.kubernetes.io/node-selector``
+   ``node-restriction.kubernetes.io/dedicated=NS`` (they land only there).
 
 Other namespaces are kept off by the taint; that they cannot simply tolerate it is the
 cluster's PodTolerationRestriction whitelist (``--admission-config``): see
 ``taintplane policy who-can-land NODE``.
 
 As ``kubectl taint`` does, every node is read (and the namespace name checked) before anything
-is written, so a misspelt name changes nothing; a write failing after others succeeded is
-reported with what was changed and the kubectl commands that undo it.
+is written, so a misspelt name changes nothing; so is every node dedicated to the namespace
+the old way (label ``dedicated=NS``): leaving one out would cut it off from the namespace's
+new node selector, so the command refuses and names the command that moves them all. A write
+failing after others succeeded is reported with what was changed and the kubectl commands
+that undo it.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import Any
 
 import click
 
+from taintplane.admission.dedication import LABEL, OLD_LABEL, dedicate_command, old_dedication
 from taintplane.api.dra_validation import is_dns1123_label
 from taintplane.cli.admin import admin_call, kubeconfig_option, talking_to
 from taintplane.cli.kubeconfig import load_target
@@ -56,7 +64,7 @@ def namespace_annotations(namespace: str, effect: str) -> dict[str, str]:
     return {
         DEFAULT_TOLERATIONS: json.dumps([toleration], separators=(",", ":")),
         WHITELIST: json.dumps(allowed, separators=(",", ":")),
-        NODE_SELECTOR: f"{KEY}={namespace}",
+        NODE_SELECTOR: f"{LABEL}={namespace}",
     }
 
 
@@ -73,12 +81,16 @@ class _Undo:
         for taint in taints:
             value = f"={taint['value']}" if taint.get("value") else ""
             self.commands.append(f"kubectl taint nodes {name} {KEY}{value}:{taint['effect']}")
-        label = ((old.get("metadata") or {}).get("labels") or {}).get(KEY)
+        labels = (old.get("metadata") or {}).get("labels") or {}
         self.commands.append(
-            f"kubectl label nodes {name} {KEY}={label} --overwrite"
-            if label is not None
-            else f"kubectl label nodes {name} {KEY}-"
+            f"kubectl label nodes {name} {LABEL}={labels[LABEL]} --overwrite"
+            if LABEL in labels
+            else f"kubectl label nodes {name} {LABEL}-"
         )
+        if OLD_LABEL in labels:  # removed as the old dedication's
+            self.commands.append(
+                f"kubectl label nodes {name} {OLD_LABEL}={labels[OLD_LABEL]} --overwrite"
+            )
 
     def text(self) -> str:
         lost = " (pods the NoExecute taint evicted are gone)" if self.evicting else ""
@@ -98,9 +110,12 @@ async def _dedicate_node(
     for _ in range(5):
         taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != KEY]
         taints.append({"key": KEY, "value": namespace, "effect": effect})
+        labels: dict[str, str | None] = {LABEL: namespace}
+        if OLD_LABEL in ((node.get("metadata") or {}).get("labels") or {}):
+            labels[OLD_LABEL] = None  # the old dedication's label, which nodes may set
         patch = {
             "metadata": {
-                "labels": {KEY: namespace},
+                "labels": labels,
                 "resourceVersion": node["metadata"]["resourceVersion"],
             },
             "spec": {"taints": taints},
@@ -129,7 +144,40 @@ async def _dedicate_namespace(client: Client, namespace: str, effect: str, undo:
     await client.patch(NAMESPACES, namespace, {"metadata": {"annotations": annotations}})
     click.echo(
         f"namespace/{namespace} annotated: default toleration {KEY}={namespace}:{effect}, "
-        f"tolerations whitelist, node selector {KEY}={namespace}"
+        f"tolerations whitelist, node selector {LABEL}={namespace}"
+    )
+
+
+async def _check_old_dedications(
+    client: Client, nodes: list[dict[str, Any]], namespace: str, evict: bool
+) -> None:
+    """Refuse, before any write, to leave behind a node dedicated to the namespace the old
+    way: the namespace's pods are about to select the new label, which it does not have."""
+    named = {node["metadata"]["name"] for node in nodes}
+    try:
+        listed, _ = await client.list(NODES, label_selector=f"{OLD_LABEL}={namespace}")
+    except ApiError as error:
+        if error.code != 403:
+            raise
+        return  # a user who may only get and patch the named nodes cannot look further
+
+    left = sorted(
+        node["metadata"]["name"]
+        for node in listed
+        if node["metadata"]["name"] not in named
+        and (old_dedication(node) or ("", False))[0] == namespace
+    )
+    if not left:
+        return
+    nodes_text = ", ".join(left)
+    is_are = "is" if len(left) == 1 else "are"
+    everything = [*(node["metadata"]["name"] for node in nodes), *left]
+    raise click.ClickException(
+        f"{nodes_text} {is_are} dedicated to {namespace} by the label {OLD_LABEL}={namespace}, "
+        f"which a node may set on itself. {namespace}'s pods will select {LABEL}={namespace} "
+        f"instead, which NodeRestriction refuses to nodes, and would no longer land on "
+        f"{nodes_text}; move them too, in the same command: "
+        f"{dedicate_command(everything, namespace, evict)}"
     )
 
 
@@ -171,12 +219,18 @@ def dedicate_nodes_command(
         client = Client(transport, field_manager="taintplane-dedicate")
         try:
             nodes = [await client.get(NODES, name) for name in dict.fromkeys(names)]
+            await _check_old_dedications(client, nodes, namespace, evict)
             for node in nodes:
                 name = node["metadata"]["name"]
                 old = await _dedicate_node(client, node, namespace, effect)
                 undo.node(name, old)
                 click.echo(f"node/{name} tainted {KEY}={namespace}:{effect}")
-                click.echo(f"node/{name} labeled {KEY}={namespace}")
+                click.echo(f"node/{name} labeled {LABEL}={namespace}")
+                if OLD_LABEL in ((old.get("metadata") or {}).get("labels") or {}):
+                    click.echo(
+                        f"node/{name} unlabeled {OLD_LABEL} (the old dedication's label, which "
+                        "a node may set on itself)"
+                    )
             await _dedicate_namespace(client, namespace, effect, undo)
         finally:
             await transport.close()

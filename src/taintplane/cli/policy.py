@@ -40,3 +40,5 @@ def who_can_land_command(node: str, output: str, kubeconfig: str | None) -> None
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         click.echo("   ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:3])) + "   " + r[3])
+    for warning in report.get("warnings") or []:
+        click.echo(f"warning: {warning}", err=True)

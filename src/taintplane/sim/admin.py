@@ -20,6 +20,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from taintplane.admission.dedication import node_warnings
 from taintplane.admission.policy import who_can_land
 from taintplane.agents.dra_driver import UnknownDeviceError
 from taintplane.agents.kubelet import UnknownNodeError
@@ -135,7 +136,11 @@ class AdminApp:
             raise _Refused(404, f'nodes "{node_name}" not found') from error
         listed = (await apiserver.registry.list(namespaces, "")).items
         rows = who_can_land(node, listed, apiserver.admission_setup)
-        return {"node": node_name, "namespaces": [row.to_dict() for row in rows]}
+        return {
+            "node": node_name,
+            "namespaces": [row.to_dict() for row in rows],
+            "warnings": node_warnings(node),
+        }
 
     async def _advance(self, payload: dict[str, Any]) -> dict[str, Any]:
         clock = self.cluster.clock
