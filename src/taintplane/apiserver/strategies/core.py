@@ -12,6 +12,7 @@ from taintplane.admission.priority import (
     SYSTEM_PRIORITY_CLASSES,
 )
 from taintplane.api.field import FieldError, Path
+from taintplane.api.gofmt import GoStruct
 from taintplane.api.taints import parse_taints
 from taintplane.api.tolerations import parse_tolerations
 from taintplane.api.validation import validate_node_taints, validate_runtimeclass_scheduling
@@ -37,10 +38,9 @@ __all__ = [
 
 
 class NodeStrategy(Strategy):
-    #: Kept as before for nodes: a node's status writer is its kubelet, and what a kubelet
-    #: may change of its node's metadata is NodeRestriction's business, not yet checked on
-    #: the status subresource here.
-    status_resets_metadata = ("labels", "annotations", "finalizers", "ownerReferences")
+    # nodeStatusStrategy resets the spec alone: metadata written with a status is kept, and
+    # what a node may change of its own (labels, owners) is NodeRestriction's to refuse,
+    # on every subresource.
 
     #: NodeStatus' two struct fields without omitempty: kube-apiserver serializes them even
     #: for a node created without status (before any kubelet reports), with zero values.
@@ -86,7 +86,21 @@ class NodeStrategy(Strategy):
         return errors + validate_node_taints(taints, Path.root("metadata", "taints"))
 
     def validate_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
-        return self.validate(new)
+        """ValidateNodeUpdate: the node's rules, and no address reported twice."""
+        errors = self.validate(new)
+        status = new.get("status")
+        addresses = status.get("addresses") if isinstance(status, dict) else None
+        seen: list[Any] = []
+        for i, address in enumerate(addresses if isinstance(addresses, list) else []):
+            if address in seen and isinstance(address, dict):
+                value = GoStruct(
+                    (("type", address.get("type")), ("address", address.get("address")))
+                )
+                errors.append(
+                    FieldError.duplicate(Path.root("status", "addresses").index(i), value)
+                )
+            seen.append(address)
+        return errors
 
     def field_values(self, obj: Mapping[str, Any]) -> dict[str, str]:
         fields = super().field_values(obj)
@@ -120,6 +134,33 @@ class NamespaceStrategy(Strategy):
     def default(self, obj: dict[str, Any]) -> None:
         super().default(obj)
         label_namespace_name(obj)
+        status = obj.get("status")
+        if isinstance(status, dict) and not status.get("phase"):
+            status["phase"] = "Active"  # SetDefaults_NamespaceStatus
+
+    def validate_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        """ValidateNamespaceStatusUpdate: the phase says whether the namespace is going."""
+        errors = self.validate_object_meta(new)
+        status = new.get("status")
+        phase = (status.get("phase") if isinstance(status, dict) else "") or ""
+        if not meta(new).get("deletionTimestamp"):
+            if phase != "Active":
+                errors.append(
+                    FieldError.invalid(
+                        Path.root("status", "Phase"),
+                        phase,
+                        "may only be 'Active' if `deletionTimestamp` is empty",
+                    )
+                )
+        elif phase != "Terminating":
+            errors.append(
+                FieldError.invalid(
+                    Path.root("status", "Phase"),
+                    phase,
+                    "may only be 'Terminating' if `deletionTimestamp` is not empty",
+                )
+            )
+        return errors
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         super().prepare_for_create(obj)

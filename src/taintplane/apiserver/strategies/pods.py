@@ -18,6 +18,10 @@ from taintplane.api.validation import (
     validate_tolerations,
 )
 from taintplane.apiserver.strategies.base import Strategy, meta, spec_of
+from taintplane.apiserver.strategies.pod_status import (
+    prepare_pod_status_update,
+    validate_pod_status_update,
+)
 from taintplane.apiserver.strategies.resource_requirements import (
     default_pod_level_requests,
     validate_container_resources,
@@ -128,6 +132,13 @@ class PodStrategy(Strategy):
 
     #: podStatusStrategy also keeps the owner references (old kubelets corrupted them).
     status_resets_metadata = ("ownerReferences",)
+
+    def prepare_for_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        super().prepare_for_status_update(new, old)
+        prepare_pod_status_update(new, old)
+
+    def validate_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        return self.validate_object_meta(new) + validate_pod_status_update(new, old)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         errors = self.validate_object_meta(obj)

@@ -1,0 +1,171 @@
+"""Writes to ``pods/status``: what podStatusStrategy keeps of the old pod (PrepareForUpdate)
+and ValidatePodStatusUpdate's checks of the new status, with upstream's paths and messages.
+
+The generic status rules (spec and system metadata from the stored pod, owner references
+kept) are the base strategy's; this module adds the pod's own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taintplane.api import names
+from taintplane.api.field import FieldError, Path
+
+__all__ = ["prepare_pod_status_update", "validate_pod_status_update"]
+
+#: validatePodConditions leaves the system condition types alone; others are qualified names.
+SYSTEM_CONDITIONS = ("PodScheduled", "Ready", "Initialized")
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def prepare_pod_status_update(new: dict[str, Any], old: dict[str, Any]) -> None:
+    """podStatusStrategy.PrepareForUpdate beyond the spec: an empty qosClass is backfilled
+    (old kubelets dropped it), and an observedGeneration a client leaves out (0) is the old
+    one, for the status and per condition type (preserveOldObservedGeneration)."""
+    status = new.get("status")
+    if not isinstance(status, dict):
+        return
+    old_status = _dict(old.get("status"))
+    if not status.get("qosClass") and old_status.get("qosClass"):
+        status["qosClass"] = old_status["qosClass"]
+    if not status.get("observedGeneration") and old_status.get("observedGeneration"):
+        status["observedGeneration"] = old_status["observedGeneration"]
+    generations = {
+        c.get("type"): c.get("observedGeneration")
+        for c in _list(old_status.get("conditions"))
+        if isinstance(c, dict) and c.get("observedGeneration")
+    }
+    for condition in _list(status.get("conditions")):
+        if isinstance(condition, dict) and not condition.get("observedGeneration"):
+            generation = generations.get(condition.get("type"))
+            if generation:
+                condition["observedGeneration"] = generation
+
+
+def validate_pod_status_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    """ValidatePodStatusUpdate (the metadata rules are the caller's)."""
+    status, old_status = _dict(new.get("status")), _dict(old.get("status"))
+    spec, old_spec = _dict(new.get("spec")), _dict(old.get("spec"))
+    # Upstream passes the metadata path here: the condition errors read metadata.conditions.
+    errors = _conditions(status.get("conditions"), Path.root("metadata", "conditions"))
+    at = Path.root("status")
+    nominated = status.get("nominatedNodeName") or ""
+    if nominated and nominated != (old_status.get("nominatedNodeName") or ""):
+        errors += [
+            FieldError.invalid(at.child("nominatedNodeName"), nominated, problem)
+            for problem in names.is_dns1123_subdomain(str(nominated))
+        ]
+    qos, old_qos = status.get("qosClass") or "", old_status.get("qosClass") or ""
+    if qos != old_qos:
+        errors.append(FieldError.invalid(at.child("qosClass"), qos, "field is immutable"))
+    policy = old_spec.get("restartPolicy") or ""
+    restartable = {
+        c.get("name")
+        for c in _list(old_spec.get("initContainers"))
+        if isinstance(c, dict) and c.get("restartPolicy") == "Always"
+    }
+    for key, kind_policy, skip in (
+        ("containerStatuses", policy, set()),
+        ("initContainerStatuses", policy, restartable),
+        # The kubelet never restarts ephemeral containers: an implicit Never.
+        ("ephemeralContainerStatuses", "Never", set()),
+    ):
+        errors += _state_transitions(
+            status.get(key), old_status.get(key), at.child(key), kind_policy, skip
+        )
+    errors += _claim_statuses(
+        status.get("resourceClaimStatuses"),
+        spec.get("resourceClaims"),
+        at.child("resourceClaimStatuses"),
+    )
+    for i, container in enumerate(_list(status.get("ephemeralContainerStatuses"))):
+        if _dict(container).get("allocatedResourcesStatus"):
+            errors.append(
+                FieldError.forbidden(
+                    at.child("ephemeralContainerStatuses")
+                    .index(i)
+                    .child("allocatedResourcesStatus"),
+                    "must not be specified in container status",
+                )
+            )
+    return errors
+
+
+def _conditions(conditions: Any, path: Path) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for i, condition in enumerate(_list(conditions)):
+        kind = str(_dict(condition).get("type") or "")
+        if kind in SYSTEM_CONDITIONS:
+            continue
+        errors += [
+            FieldError.invalid(path.index(i).child("Type"), kind, problem)
+            for problem in names.is_qualified_name(kind)
+        ]
+    return errors
+
+
+def _terminated(status: Any) -> dict[str, Any] | None:
+    terminated = _dict(_dict(status).get("state")).get("terminated")
+    return terminated if isinstance(terminated, dict) else None
+
+
+def _state_transitions(
+    new: Any, old: Any, path: Path, policy: str, restartable: set[Any]
+) -> list[FieldError]:
+    """ValidateContainerStateTransition: unless the pod restarts its containers, one that
+    terminated (successfully, under OnFailure) does not run again."""
+    if policy == "Always":
+        return []
+    errors: list[FieldError] = []
+    for i, old_status in enumerate(_list(old)):
+        terminated = _terminated(old_status)
+        if terminated is None:
+            continue
+        if int(terminated.get("exitCode") or 0) != 0 and policy == "OnFailure":
+            continue
+        name = _dict(old_status).get("name")
+        if name in restartable:
+            continue
+        for new_status in _list(new):
+            if _dict(new_status).get("name") == name and _terminated(new_status) is None:
+                errors.append(
+                    FieldError.forbidden(
+                        path.index(i).child("state"),
+                        "may not be transitioned to non-terminated state",
+                    )
+                )
+    return errors
+
+
+def _claim_statuses(statuses: Any, claims: Any, path: Path) -> list[FieldError]:
+    """validatePodResourceClaimStatuses: each names an entry of spec.resourceClaims, once."""
+    declared = {_dict(c).get("name") for c in _list(claims)}
+    seen: set[Any] = set()
+    errors: list[FieldError] = []
+    for i, status in enumerate(_list(statuses)):
+        entry = _dict(status)
+        name = entry.get("name")
+        at = path.index(i).child("name")
+        if name not in declared:
+            errors.append(
+                FieldError.invalid(
+                    at, name, "must match the name of an entry in `spec.resourceClaims`"
+                )
+            )
+        if name in seen:
+            errors.append(FieldError.duplicate(at, name))
+        seen.add(name)
+        claim_name = entry.get("resourceClaimName")
+        if isinstance(claim_name, str):
+            errors += [
+                FieldError.invalid(at, claim_name, problem)
+                for problem in names.is_dns1123_subdomain(claim_name)
+            ]
+    return errors

@@ -1,0 +1,265 @@
+"""A write to a status subresource changes the status and what each kind's status strategy
+lets through (PrepareForUpdate): the spec in the body is ignored for every kind; labels
+written with a status are kept except on Deployments (deploymentStatusStrategy resets them);
+owner references of a pod stay (podStatusStrategy). Each kind's status validation applies.
+
+The table covers every kind the scheme gives a status subresource."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import httpx
+import pytest
+
+from taintplane.api.scheme import SCHEME
+
+MERGE = {"Content-Type": "application/merge-patch+json"}
+_names = itertools.count()
+WHEN = "2026-01-01T00:00:00Z"
+
+
+def _template(name: str) -> dict[str, Any]:
+    return {
+        "selector": {"matchLabels": {"app": name}},
+        "template": {
+            "metadata": {"labels": {"app": name}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+        },
+    }
+
+
+# plural -> (collection path, body(name), spec change, status change or None)
+KINDS: dict[str, tuple[str, Any, dict[str, Any], dict[str, Any] | None]] = {
+    "namespaces": (
+        "/api/v1/namespaces",
+        lambda n: {"metadata": {"name": n}},
+        {"finalizers": []},
+        {
+            "conditions": [
+                {
+                    "type": "NamespaceContentRemaining",
+                    "status": "False",
+                    "reason": "ContentRemoved",
+                    "message": "m",
+                    "lastTransitionTime": WHEN,
+                }
+            ]
+        },
+    ),
+    "nodes": (
+        "/api/v1/nodes",
+        lambda n: {"metadata": {"name": n}},
+        {"unschedulable": True, "taints": [{"key": "k", "effect": "NoSchedule"}]},
+        {"capacity": {"pods": "10"}},
+    ),
+    "pods": (
+        "/api/v1/namespaces/default/pods",
+        lambda n: {"metadata": {"name": n}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
+        {"nodeName": "elsewhere", "containers": [{"name": "d", "image": "y"}]},
+        {"message": "hello"},
+    ),
+    "deployments": (
+        "/apis/apps/v1/namespaces/default/deployments",
+        lambda n: {"metadata": {"name": n}, "spec": _template(n)},
+        {"replicas": 5},
+        {"observedGeneration": 1, "replicas": 0},
+    ),
+    "replicasets": (
+        "/apis/apps/v1/namespaces/default/replicasets",
+        lambda n: {"metadata": {"name": n}, "spec": _template(n)},
+        {"replicas": 5},
+        {"observedGeneration": 1, "replicas": 0},
+    ),
+    "daemonsets": (
+        "/apis/apps/v1/namespaces/default/daemonsets",
+        lambda n: {"metadata": {"name": n}, "spec": _template(n)},
+        {"minReadySeconds": 5},
+        {
+            "observedGeneration": 1,
+            "currentNumberScheduled": 0,
+            "numberMisscheduled": 0,
+            "desiredNumberScheduled": 0,
+            "numberReady": 0,
+        },
+    ),
+    "poddisruptionbudgets": (
+        "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+        lambda n: {"metadata": {"name": n}, "spec": {"minAvailable": 1, "selector": {}}},
+        {"minAvailable": 3},
+        {
+            "observedGeneration": 1,
+            "disruptionsAllowed": 0,
+            "currentHealthy": 0,
+            "desiredHealthy": 0,
+            "expectedPods": 0,
+        },
+    ),
+    "resourceclaims": (
+        "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
+        lambda n: {
+            "metadata": {"name": n},
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]
+                }
+            },
+        },
+        {"devices": {"requests": [{"name": "other", "exactly": {"deviceClassName": "x"}}]}},
+        None,
+    ),
+    "devicetaintrules": (
+        "/apis/resource.k8s.io/v1alpha3/devicetaintrules",
+        lambda n: {
+            "metadata": {"name": n},
+            "spec": {
+                "deviceSelector": {"driver": "gpu.example.com"},
+                "taint": {"key": "example.com/hot", "effect": "NoSchedule"},
+            },
+        },
+        {"taint": {"key": "example.com/hot", "effect": "NoExecute"}},
+        {
+            "conditions": [
+                {
+                    "type": "EvictionInProgress",
+                    "status": "False",
+                    "reason": "NoEffect",
+                    "message": "",
+                    "lastTransitionTime": WHEN,
+                }
+            ]
+        },
+    ),
+}
+#: deploymentStatusStrategy.PrepareForUpdate: newDeployment.Labels = oldDeployment.Labels.
+LABELS_RESET = {"deployments"}
+
+
+@pytest.fixture(scope="module")
+def api(cluster):
+    with httpx.Client(base_url=cluster.url, timeout=30) as client:
+        yield client
+
+
+def test_the_table_covers_every_status_subresource():
+    with_status = {r.plural for r in SCHEME if r.has_subresource("status")}
+    assert with_status == set(KINDS)
+
+
+def _create(api, plural: str) -> tuple[str, dict[str, Any]]:
+    path, body, _, _ = KINDS[plural]
+    name = f"st-{next(_names)}"
+    created = api.post(path, json=body(name))
+    assert created.status_code == 201, created.text
+    return f"{path}/{name}", created.json()
+
+
+@pytest.mark.parametrize("method", ["PATCH", "PUT"])
+@pytest.mark.parametrize("plural", sorted(KINDS))
+def test_a_status_write_changes_only_what_the_status_strategy_allows(api, plural, method):
+    at, created = _create(api, plural)
+    _, _, spec_change, status_change = KINDS[plural]
+    labels = {"via-status": "yes"}
+    if method == "PATCH":
+        body: dict[str, Any] = {"metadata": {"labels": labels}, "spec": spec_change}
+        if status_change is not None:
+            body["status"] = status_change
+        response = api.patch(f"{at}/status", json=body, headers=MERGE)
+    else:
+        body = {
+            **created,
+            "metadata": {
+                **created["metadata"],
+                "labels": {**created["metadata"].get("labels", {}), **labels},
+            },
+            "spec": {**created.get("spec", {}), **spec_change},
+        }
+        if status_change is not None:
+            body["status"] = {**created.get("status", {}), **status_change}
+        response = api.put(f"{at}/status", json=body)
+    assert response.status_code == 200, response.text
+    stored = api.get(at).json()
+    assert stored == response.json()
+    assert stored.get("spec") == created.get("spec")
+    if status_change is not None:
+        assert status_change.items() <= stored["status"].items()
+    kept = stored["metadata"].get("labels", {}).get("via-status")
+    assert kept == (None if plural in LABELS_RESET else "yes")
+    assert stored["metadata"].get("generation") == created["metadata"].get("generation")
+
+
+def _invalid(response: httpx.Response) -> str:
+    assert response.status_code == 422, response.text
+    return str(response.json()["message"]).split(" is invalid: ", 1)[1]
+
+
+def test_pod_status_is_validated_as_validate_pod_status_update(api):
+    at, created = _create(api, "pods")
+    assert created["status"]["qosClass"] == "BestEffort"
+    status = {
+        "conditions": [{"type": "bad type!", "status": "True"}],
+        "nominatedNodeName": "Not_A_Node",
+        "qosClass": "Guaranteed",
+        "resourceClaimStatuses": [{"name": "nowhere"}],
+    }
+    refused = api.patch(f"{at}/status", json={"status": status}, headers=MERGE)
+    message = _invalid(refused)
+    assert message.startswith('[metadata.conditions[0].Type: Invalid value: "bad type!": ')
+    assert 'status.nominatedNodeName: Invalid value: "Not_A_Node": a lowercase RFC 1123' in message
+    assert 'status.qosClass: Invalid value: "Guaranteed": field is immutable' in message
+    assert (
+        'status.resourceClaimStatuses[0].name: Invalid value: "nowhere": must match the name '
+        "of an entry in `spec.resourceClaims`" in message
+    )
+    assert api.get(at).json() == created
+
+
+def test_a_pod_status_without_qos_class_keeps_the_stored_one(api):
+    at, created = _create(api, "pods")
+    current = api.get(at).json()
+    current["status"] = {"phase": "Pending"}
+    updated = api.put(f"{at}/status", json=current)
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["status"]["qosClass"] == created["status"]["qosClass"]
+
+
+def test_a_terminated_container_of_a_never_restarting_pod_stays_terminated(api):
+    name = f"st-{next(_names)}"
+    path = "/api/v1/namespaces/default/pods"
+    spec = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}
+    assert api.post(path, json={"metadata": {"name": name}, "spec": spec}).status_code == 201
+    done = {"name": "c", "image": "x", "imageID": "", "ready": False, "restartCount": 0}
+    terminated = {**done, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}
+    patched = api.patch(
+        f"{path}/{name}/status", json={"status": {"containerStatuses": [terminated]}}, headers=MERGE
+    )
+    assert patched.status_code == 200, patched.text
+    running = {**done, "state": {"running": {"startedAt": WHEN}}}
+    refused = api.patch(
+        f"{path}/{name}/status", json={"status": {"containerStatuses": [running]}}, headers=MERGE
+    )
+    assert _invalid(refused) == (
+        "status.containerStatuses[0].state: Forbidden: may not be transitioned to "
+        "non-terminated state"
+    )
+
+
+def test_node_status_addresses_are_not_reported_twice(api):
+    at, _ = _create(api, "nodes")
+    address = {"type": "InternalIP", "address": "10.0.0.1"}
+    refused = api.patch(
+        f"{at}/status", json={"status": {"addresses": [address, address]}}, headers=MERGE
+    )
+    assert _invalid(refused) == (
+        'status.addresses[1]: Duplicate value: {"type":"InternalIP","address":"10.0.0.1"}'
+    )
+
+
+def test_namespace_status_phase_follows_its_deletion(api):
+    at, _ = _create(api, "namespaces")
+    refused = api.patch(f"{at}/status", json={"status": {"phase": "Terminating"}}, headers=MERGE)
+    assert _invalid(refused) == (
+        "status.Phase: Invalid value: \"Terminating\": may only be 'Active' if "
+        "`deletionTimestamp` is empty"
+    )
