@@ -260,14 +260,47 @@ def test_a_node_cannot_change_its_taints_or_other_nodes(server: Server) -> None:
         'Error from server (Forbidden): nodes "node-1" is forbidden: node "node-1" is not '
         "allowed to modify taints\n"
     )
+    # kubectl reads the node first, which the Node authorizer refuses for another node.
     other = server.kubectl("label", "nodes", "node-2", "x=y", token="node-1-token")
     assert other.stderr == (
-        'Error from server (Forbidden): nodes "node-2" is forbidden: node "node-1" is not '
-        'allowed to modify node "node-2"\n'
+        'Error from server (Forbidden): nodes "node-2" is forbidden: User '
+        '"system:node:node-1" cannot get resource "nodes" in API group "" at the cluster '
+        "scope: node 'node-1' cannot read 'node-2', only its own Node object\n"
     )
     # Its own labels (outside kubernetes.io) it may set; the admin may taint it.
     server.ok("label", "nodes", "node-1", "rack=r1", token="node-1-token")
     server.ok("taint", "nodes", "node-1", "dedicated=x:NoSchedule")
+
+
+def test_a_node_reads_only_its_own_node_pods_and_lease(server: Server) -> None:
+    for name, node in (("on-1", "node-1"), ("on-2", "node-2")):
+        overrides = f'{{"spec":{{"nodeName":"{node}"}}}}'
+        server.ok("run", name, "--image=nginx", f"--overrides={overrides}")
+    node = "node-1-token"
+    denied = 'Error from server (Forbidden): {} is forbidden: User "system:node:node-1" cannot '
+    assert server.kubectl("get", "pods", "-A", token=node).stderr == (
+        denied.format("pods") + 'list resource "pods" in API group "" at the cluster scope: '
+        "can only list/watch pods with spec.nodeName field selector\n"
+    )
+    assert server.kubectl("get", "nodes", token=node).stderr == (
+        denied.format("nodes") + 'list resource "nodes" in API group "" at the cluster scope: '
+        "node 'node-1' cannot read all nodes, only its own Node object\n"
+    )
+    assert server.kubectl("get", "pod", "on-2", token=node).stderr == (
+        denied.format('pods "on-2"') + 'get resource "pods" in API group "" in the namespace '
+        "\"default\": no relationship found between node 'node-1' and this object\n"
+    )
+    assert "node-1" in server.ok("get", "node", "node-1", "-o", "name", token=node)
+    assert server.ok("get", "pod", "on-1", "-o", "name", token=node) == "pod/on-1\n"
+    mine = server.ok(
+        "get", "pods", "-A", "--field-selector=spec.nodeName=node-1", "-o", "name", token=node
+    )
+    assert "pod/on-1" in mine.split()
+    assert "pod/on-2" not in mine.split()
+    lease = server.ok("get", "lease", "-n", "kube-node-lease", "node-1", "-o", "name", token=node)
+    assert lease == "lease.coordination.k8s.io/node-1\n"
+    can_i = server.kubectl("auth", "can-i", "list", "pods", token=node)
+    assert can_i.stdout == "no - can only list/watch pods with spec.nodeName field selector\n"
 
 
 def test_the_official_python_client_over_tls(server: Server) -> None:
@@ -282,6 +315,17 @@ def test_the_official_python_client_over_tls(server: Server) -> None:
         with pytest.raises(ApiException) as error:
             client.CoreV1Api(config.new_client_from_config(str(tenant))).list_namespace()
         assert error.value.status == code
+    # A kubelet's credentials: its own node and pods, not everyone's.
+    kubelet = client.CoreV1Api(
+        config.new_client_from_config(str(server.with_token("node-1-token")))
+    )
+    with pytest.raises(ApiException) as error:
+        kubelet.list_pod_for_all_namespaces()
+    assert error.value.status == 403
+    assert "can only list/watch pods with spec.nodeName field selector" in str(error.value.body)
+    assert kubelet.read_node("node-1").metadata.name == "node-1"
+    own = kubelet.list_pod_for_all_namespaces(field_selector="spec.nodeName=node-1")
+    assert all(p.spec.node_name == "node-1" for p in own.items)
 
 
 def test_the_ca_survives_a_restart(server: Server) -> None:
