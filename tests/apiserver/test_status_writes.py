@@ -263,3 +263,26 @@ def test_namespace_status_phase_follows_its_deletion(api):
         "status.Phase: Invalid value: \"Terminating\": may only be 'Active' if "
         "`deletionTimestamp` is empty"
     )
+
+
+@pytest.mark.parametrize("plural", ["deployments", "replicasets"])
+def test_workload_status_counts_are_validated(api, plural):
+    at, created = _create(api, plural)
+    status = {"replicas": 1, "readyReplicas": 2, "availableReplicas": 3, "observedGeneration": -1}
+    refused = api.patch(f"{at}/status", json={"status": status}, headers=MERGE)
+    first = "status.observedGeneration: Invalid value: -1: must be greater than or equal to 0"
+    assert _invalid(refused) == (
+        f"[{first}, "
+        "status.readyReplicas: Invalid value: 2: cannot be greater than status.replicas, "
+        "status.availableReplicas: Invalid value: 3: cannot be greater than status.replicas, "
+        "status.availableReplicas: Invalid value: 3: cannot be greater than readyReplicas]"
+    )
+    assert api.get(at).json() == created
+
+
+def test_a_deployment_collision_count_is_not_decremented(api):
+    at, _ = _create(api, "deployments")
+    raised = api.patch(f"{at}/status", json={"status": {"collisionCount": 2}}, headers=MERGE)
+    assert raised.status_code == 200, raised.text
+    lowered = api.patch(f"{at}/status", json={"status": {"collisionCount": 1}}, headers=MERGE)
+    assert _invalid(lowered) == ("status.collisionCount: Invalid value: 1: cannot be decremented")

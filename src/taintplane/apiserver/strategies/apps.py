@@ -11,6 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from taintplane.api.field import FieldError, Path
+from taintplane.apiserver.strategies.apps_status import (
+    validate_deployment_status_update,
+    validate_replicaset_status_update,
+)
 from taintplane.apiserver.strategies.apps_validation import (
     validate_controller_revision,
     validate_controller_revision_update,
@@ -52,6 +56,11 @@ def default_template(spec: dict[str, Any]) -> None:
         for container in pod_spec.get(key) or []:
             if isinstance(container, dict):
                 default_container(container)
+
+
+def _status(obj: dict[str, Any]) -> dict[str, Any]:
+    status = obj.get("status")
+    return status if isinstance(status, dict) else {}
 
 
 def _sub(parent: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -125,8 +134,18 @@ class DeploymentStrategy(_AppsStrategy):
     #: revision annotation through the status subresource).
     status_resets_metadata = ("labels",)
 
+    def validate_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        return super().validate_status_update(new, old) + validate_deployment_status_update(
+            _status(new), _status(old)
+        )
+
 
 class ReplicaSetStrategy(_AppsStrategy):
+    def validate_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+        return super().validate_status_update(new, old) + validate_replicaset_status_update(
+            _status(new)
+        )
+
     def validate_spec(self, spec: dict[str, Any]) -> list[FieldError]:
         return validate_replicaset_spec(
             spec, comparison_operators=self.features.comparison_operators
