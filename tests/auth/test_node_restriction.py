@@ -37,9 +37,9 @@ def pod(on: str = "n1", **labels: str) -> dict[str, Any]:
     return {"metadata": {"name": "p", "labels": labels}, "spec": {"nodeName": on}}
 
 
-def admit(attributes: Attributes) -> str:
+def admit(attributes: Attributes, lookup: FakeLookup | None = None) -> str:
     try:
-        asyncio.run(NodeRestriction(FakeLookup()).admit(attributes))
+        asyncio.run(NodeRestriction(lookup or FakeLookup()).admit(attributes))
     except Forbidden as refusal:
         return refusal.reason
     return ""
@@ -142,3 +142,41 @@ def admit(attributes: Attributes) -> str:
 )
 def test_node_restriction(attributes: Attributes, message: str) -> None:
     assert admit(attributes) == message
+
+
+def _stored_pod(name: str, on: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"nodeName": on},
+    }
+
+
+@pytest.mark.parametrize(
+    ("evicted", "message"),
+    [
+        ("mine", ""),
+        ("theirs", "node n1 can only evict pods with spec.nodeName set to itself"),
+        ("", "could not determine pod from request data"),
+    ],
+)
+def test_a_node_evicts_only_its_own_pods(evicted: str, message: str) -> None:
+    # admitPodEviction: the Eviction names the pod, which must be bound to the node.
+    lookup = FakeLookup(_stored_pod("mine", "n1"), _stored_pod("theirs", "n2"))
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": evicted}}
+    attributes = Attributes("CREATE", PODS, "ns", eviction, None, "eviction", NODE)
+    assert admit(attributes, lookup) == message
+
+
+def test_resource_slices_of_its_own_node_only() -> None:
+    slices = _kind("resource.k8s.io", "resourceslices")
+    mine, theirs = ({"spec": {"nodeName": n}} for n in ("n1", "n2"))
+    assert admit(Attributes("CREATE", slices, "", mine, None, "", NODE)) == ""
+    assert admit(Attributes("CREATE", slices, "", theirs, None, "", NODE)) == (
+        "can only create ResourceSlice with the same NodeName as the requesting node"
+    )
+    assert admit(Attributes("DELETE", slices, "", None, theirs, "", NODE)) == (
+        "can only delete ResourceSlice with the same NodeName as the requesting node"
+    )
+    assert admit(Attributes("UPDATE", slices, "", theirs, theirs, "", NODE)) == ""
