@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -45,6 +46,32 @@ class Kubectl:
 
     def __call__(self, *args: str, stdin: str | None = None) -> str:
         return self.run(*args, stdin=stdin, check=True).stdout
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_clusters_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """`taintplane up` records its cluster in $TAINTPLANE_HOME and merges a context into
+    $KUBECONFIG (else ~/.kube/config): keep the user's own out of the tests' reach. Module
+    fixtures started here; each test gets its own (below), so clusters of the default name
+    that tests run at the same time are not namesakes."""
+    home = tmp_path_factory.mktemp("taintplane-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TAINTPLANE_HOME", str(home))
+        patch.setenv("KUBECONFIG", str(home / "kubeconfig"))
+        yield
+
+
+_homes = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _own_test_clusters_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    # Not created: taintplane creates what it writes to.
+    home = tmp_path_factory.getbasetemp() / "taintplane-homes" / str(next(_homes))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TAINTPLANE_HOME", str(home))
+        patch.setenv("KUBECONFIG", str(home / "kubeconfig"))
+        yield
 
 
 @pytest.fixture(scope="module")

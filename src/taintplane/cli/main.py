@@ -14,7 +14,10 @@ from taintplane import __version__
 
 #: Command name -> "module:attribute" of its click command.
 _COMMANDS = {
-    "up": "taintplane.cli.up:up_command",
+    "up": "taintplane.cli.up_cluster:up_command",
+    "get": "taintplane.cli.lifecycle:get_group",
+    "stop": "taintplane.cli.lifecycle:stop_command",
+    "delete": "taintplane.cli.lifecycle:delete_command",
     "serve": "taintplane.cli.up:serve_command",
     "explain": "taintplane.cli.explain:explain_command",
     "clock": "taintplane.cli.clock:clock_group",

@@ -1,4 +1,5 @@
-"""``taintplane up`` and ``taintplane serve``: run the cluster (or the API server alone)."""
+"""Running a cluster (``taintplane up``, whose options live in ``up_cluster``) or the API
+server alone (``taintplane serve``) in the foreground."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import errno
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -15,23 +17,23 @@ from taintplane import runtime
 from taintplane.agents.nodes import NodeShape
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
 from taintplane.apiserver.auth.tokens import TokenFileError
-from taintplane.cli.data_dir import DataDirInUseError, DataDirLock, save_instant, virtual_clock
+from taintplane.cli.clusters import DEFAULT_DATA_DIR
+from taintplane.cli.data_dir import DataDirInUseError, DataDirLock, save_instant
+from taintplane.cli.logs import setup_logging, verbosity_options
+from taintplane.cli.up_detach import announce_ready
 from taintplane.cli.up_options import (
     ADMISSION_KEY,
     admission_options,
-    lifecycle_options,
     server_options,
 )
-from taintplane.clock import Clock, RealClock, VirtualClock
+from taintplane.clock import Clock, VirtualClock
 from taintplane.controllers.manager import ControllerConfig
-from taintplane.controllers.nodelifecycle import NodeLifecycleConfig
 from taintplane.sim.cluster import Cluster, ClusterConfig, StoreSpecError
-from taintplane.sim.clusterfile import ClusterFileError, default_nodes, load_cluster_file
 
-__all__ = ["serve_command", "up_command"]
+__all__ = ["run_cluster", "serve_command"]
 
 
-def _run(
+def run_cluster(
     data_dir: Path,
     port: int,
     store_spec: str | None,
@@ -45,6 +47,8 @@ def _run(
     controller_config: ControllerConfig | None = None,
     default_toleration_seconds: tuple[int, int] = (300, 300),
     auth_tokens: Path | None = None,
+    retired_nodes: list[str] | None = None,
+    after_start: Callable[[Cluster], list[str]] | None = None,
 ) -> None:
     started = time.perf_counter()  # wall time of start-up, for the user
     try:
@@ -65,6 +69,7 @@ def _run(
         default_toleration_seconds=default_toleration_seconds,
         admission=click.get_current_context().meta.get(ADMISSION_KEY),
         auth_tokens=auth_tokens,
+        retired_nodes=retired_nodes or [],
     )
     # One cluster per data dir: a second would share the store, overwrite the kubeconfig and
     # register kubelets over the first one's nodes.
@@ -76,7 +81,7 @@ def _run(
     except OSError as error:
         raise click.ClickException(f"cannot use --data-dir {data_dir}: {error}") from error
     try:
-        _serve(Cluster(config, clock), lock, what, started)
+        _serve(Cluster(config, clock), lock, what, started, after_start)
     finally:
         lock.release()
 
@@ -93,7 +98,13 @@ def _check_token_file(path: Path) -> None:
         ) from error
 
 
-def _serve(cluster: Cluster, lock: DataDirLock, what: str, started: float) -> None:
+def _serve(
+    cluster: Cluster,
+    lock: DataDirLock,
+    what: str,
+    started: float,
+    after_start: Callable[[Cluster], list[str]] | None,
+) -> None:
     port = cluster.config.port
     try:
         cluster.bind()
@@ -117,8 +128,15 @@ def _serve(cluster: Cluster, lock: DataDirLock, what: str, started: float) -> No
             raise click.UsageError(f"--auth: {error}") from error
         runtime.settle_heap()
         elapsed = time.perf_counter() - started
-        click.echo(f"taintplane {what} is up in {elapsed:.2f} s, serving {cluster.url}")
-        click.echo(f"export KUBECONFIG={cluster.kubeconfig_path.resolve()}")
+        lines = [
+            f"taintplane {what} is up in {elapsed:.2f} s, serving {cluster.url}",
+            f"export KUBECONFIG={cluster.kubeconfig_path.resolve()}",
+        ]
+        if after_start is not None:
+            lines += after_start(cluster)
+        for line in lines:
+            click.echo(line)
+        announce_ready(lines)
         try:
             await cluster.serve()
         finally:
@@ -136,111 +154,30 @@ def _serve(cluster: Cluster, lock: DataDirLock, what: str, started: float) -> No
     click.echo("taintplane stopped")
 
 
-@click.command("up")
-@server_options
-@click.option(
-    "--nodes",
-    "node_count",
-    type=click.IntRange(0, 100_000),
-    default=None,
-    help="Simulated nodes node-1..node-N (default 3; not with --cluster).",
-)
-@click.option(
-    "--cluster",
-    "cluster_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="YAML file of node pools (count, labels, taints, capacity, zones).",
-)
-@click.option(
-    "--clock",
-    "clock_kind",
-    type=click.Choice(["real", "virtual"]),
-    default="real",
-    show_default=True,
-    help="'virtual' stands still until `taintplane clock advance` moves it.",
-)
-@lifecycle_options
-@admission_options
-def up_command(
-    data_dir: Path,
-    port: int,
-    store_spec: str | None,
-    sync: str,
-    auth_tokens: Path | None,
-    feature_gates: str,
-    node_count: int | None,
-    cluster_file: Path | None,
-    clock_kind: str,
-    node_monitor_period: float,
-    node_monitor_grace_period: float,
-    node_startup_grace_period: float,
-    node_eviction_rate: float,
-    secondary_node_eviction_rate: float,
-    large_cluster_size_threshold: int,
-    unhealthy_zone_threshold: float,
-    default_not_ready_toleration_seconds: int,
-    default_unreachable_toleration_seconds: int,
-) -> None:
-    """Run a whole local cluster: the API server on an embedded SQLite store (or etcd), the
-    scheduler, the controller manager and simulated nodes."""
-    if cluster_file is not None:
-        if node_count is not None:
-            raise click.UsageError("--nodes and --cluster exclude each other: pick one")
-        try:
-            nodes = load_cluster_file(cluster_file)
-        except ClusterFileError as error:
-            raise click.UsageError(f"--cluster: {error}") from error
-    else:
-        nodes = default_nodes(3 if node_count is None else node_count)
-    # A virtual clock starts where the last run on this data dir left it (or at the wall-clock
-    # second the cluster starts, if later), then stands still.
-    clock: Clock = (
-        virtual_clock(data_dir, RealClock().now()) if clock_kind == "virtual" else RealClock()
-    )
-    _run(
-        data_dir,
-        port,
-        store_spec,
-        sync,
-        feature_gates,
-        "cluster",
-        ("scheduler", "controller-manager", "agents"),
-        nodes=nodes,
-        clock=clock,
-        controller_config=ControllerConfig(
-            node_lifecycle=NodeLifecycleConfig(
-                node_monitor_period=node_monitor_period,
-                node_monitor_grace_period=node_monitor_grace_period,
-                node_startup_grace_period=node_startup_grace_period,
-                node_eviction_rate=node_eviction_rate,
-                secondary_node_eviction_rate=secondary_node_eviction_rate,
-                large_cluster_size_threshold=large_cluster_size_threshold,
-                unhealthy_zone_threshold=unhealthy_zone_threshold,
-            )
-        ),
-        default_toleration_seconds=(
-            default_not_ready_toleration_seconds,
-            default_unreachable_toleration_seconds,
-        ),
-        auth_tokens=auth_tokens,
-    )
-
-
 @click.command("serve")
 @server_options
+@verbosity_options
 @admission_options
 def serve_command(
-    data_dir: Path,
-    port: int,
+    data_dir: Path | None,
+    port: int | None,
     store_spec: str | None,
     sync: str,
     auth_tokens: Path | None,
     feature_gates: str,
+    verbose: int,
+    log_file: Path | None,
 ) -> None:
-    """Run the API server alone (for a split deployment)."""
-    _run(
-        data_dir,
-        port,
+    """Run the API server alone (for a split deployment).
+
+    \b
+    Example:
+      taintplane serve --store etcd://127.0.0.1:2379 --data-dir ./a --port 6443
+    """
+    setup_logging(verbose, log_file)
+    run_cluster(
+        DEFAULT_DATA_DIR if data_dir is None else data_dir,
+        6443 if port is None else port,
         store_spec,
         sync,
         feature_gates,

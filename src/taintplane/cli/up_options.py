@@ -29,16 +29,17 @@ def server_options(function: click.decorators.FC) -> click.decorators.FC:
         click.option(
             "--data-dir",
             type=click.Path(file_okay=False, path_type=Path),
-            default=Path(".taintplane"),
-            show_default=True,
-            help="Where the state, the kubeconfig and logs live.",
+            default=None,
+            help="Where the state and the kubeconfig live (and taintplane.log with up "
+            "--detach). Default: ./.taintplane; `up` restarts a cluster where it lived last, "
+            "and puts a new one named with --name in ~/.taintplane/clusters/NAME.",
         ),
         click.option(
             "--port",
             type=click.IntRange(0, 65535),
-            default=6443,
-            show_default=True,
-            help="Port of the API server on 127.0.0.1 (0 picks a free one).",
+            default=None,
+            help="Port of the API server on 127.0.0.1; 0 picks a free one. Default: 6443; for "
+            "up --name NAME, a free one.",
         ),
         click.option(
             "--store",

@@ -24,6 +24,7 @@ from taintplane.agents.nodes import NodeShape
 from taintplane.api.features import FeatureGates
 from taintplane.apiserver.app import APIServer
 from taintplane.apiserver.auth.tokens import ensure_admin_token
+from taintplane.client import ApiError, resource
 from taintplane.client.client import COMPONENT_FIELD_MANAGERS, Client
 from taintplane.client.shared import SharedInformers
 from taintplane.client.transport import InProcessTransport
@@ -43,6 +44,9 @@ if TYPE_CHECKING:
     from taintplane.store.etcd import EtcdStore
 
 log = logging.getLogger(__name__)
+
+_NODES = resource("", "v1", "nodes")
+_LEASES = resource("coordination.k8s.io", "v1", "leases")
 
 __all__ = [
     "Cluster",
@@ -108,6 +112,10 @@ class ClusterConfig:
     #: Objects written into the (empty) store before anything starts: a snapshot to simulate
     #: from (``what-if``), restored as an etcd backup is.
     seed: list[dict[str, Any]] = field(default_factory=list)
+    #: Simulated nodes an earlier start on this data dir registered and this one does not
+    #: (``up --nodes 2`` after 5): deleted, with their Leases, before any component starts,
+    #: rather than left to go NotReady and be tainted unreachable.
+    retired_nodes: list[str] = field(default_factory=list)
 
 
 def _not_the_api(path: str) -> bool:
@@ -196,6 +204,8 @@ class Cluster:
         self.client = Client(
             InProcessTransport(self.apiserver.loopback_app, user_agent="taintplane-components")
         )
+        if self.config.retired_nodes:
+            await self._retire(self.config.retired_nodes)
         # One informer per kind for every component in this process (one cache of each pod,
         # not one per component: a third of the memory for the pods of a large cluster).
         informers = SharedInformers(self.client)
@@ -243,6 +253,9 @@ class Cluster:
         config = uvicorn.Config(
             app,
             log_level="warning",
+            # uvicorn's records reach the handlers `taintplane up` set (its --log-file)
+            # instead of uvicorn's own stderr ones.
+            log_config=None,
             interface="asgi3",
             lifespan="off",
             access_log=False,
@@ -253,6 +266,16 @@ class Cluster:
             ssl_keyfile=str(tls.key) if tls else None,
         )
         self._server = uvicorn.Server(config)
+
+    async def _retire(self, names: list[str]) -> None:
+        assert self.client is not None
+        for name in names:
+            for kind, namespace in ((_NODES, ""), (_LEASES, "kube-node-lease")):
+                try:
+                    await self.client.delete(kind, name, namespace)
+                except ApiError as error:
+                    if error.code != 404:
+                        raise
 
     async def _open_store(self) -> SqliteStore | EtcdStore:
         spec = parse_store_spec(self.config.store, self.config.data_dir)
