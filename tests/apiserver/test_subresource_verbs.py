@@ -198,3 +198,39 @@ def test_an_update_names_its_object(api):
             "name must be provided"
         )
     assert api.get(f"{PODS}/{name}").json() == pod
+
+
+def test_a_scale_update_names_its_workload_and_may_pin_its_uid(api):
+    """ScaleREST: the update handler's checkName on the Scale, then scaleUpdatedObjectInfo's
+    UID precondition (a conflict on deployments/scale)."""
+    deployments = "/apis/apps/v1/namespaces/default/deployments"
+    template = {
+        "selector": {"matchLabels": {"app": "sc"}},
+        "template": {
+            "metadata": {"labels": {"app": "sc"}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        },
+    }
+    created = api.post(deployments, json={"metadata": {"name": "sc"}, "spec": template})
+    assert created.status_code == 201, created.text
+    scale = f"{deployments}/sc/scale"
+    unnamed = api.put(scale, json={"spec": {"replicas": 3}})
+    assert unnamed.status_code == 400
+    assert unnamed.json()["message"] == (
+        "the name of the object (sc based on URL) was undeterminable: name must be provided"
+    )
+    other = api.put(scale, json={"metadata": {"name": "other"}, "spec": {"replicas": 3}})
+    assert other.json()["message"] == (
+        "the name of the object (other) does not match the name on the URL (sc)"
+    )
+    pinned = {"metadata": {"name": "sc", "uid": "not-it"}, "spec": {"replicas": 3}}
+    conflict = api.put(scale, json=pinned)
+    assert conflict.status_code == 409
+    uid = created.json()["metadata"]["uid"]
+    assert conflict.json()["message"] == (
+        'Operation cannot be fulfilled on deployments/scale.apps "sc": Precondition failed: '
+        f"UID in precondition: not-it, UID in object meta: {uid}"
+    )
+    assert api.get(f"{deployments}/sc").json()["spec"]["replicas"] == 1
+    ok = api.put(scale, json={"metadata": {"name": "sc", "uid": uid}, "spec": {"replicas": 3}})
+    assert ok.status_code == 200, ok.text

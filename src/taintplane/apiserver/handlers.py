@@ -40,7 +40,7 @@ from taintplane.apiserver.patch import (
     apply_strategic_merge_patch,
     go_value,
 )
-from taintplane.apiserver.registry import Apply, Registry, WatchProgress
+from taintplane.apiserver.registry import Apply, Registry, WatchProgress, check_update_name
 from taintplane.apiserver.registry_checks import DecodeFailure
 from taintplane.apiserver.requestinfo import RequestInfo
 from taintplane.apiserver.scale import apply_scale, scale_of
@@ -453,6 +453,7 @@ class ResourceHandlers:
         change: Callable[[dict[str, Any]], dict[str, Any]]
         if verb == "update":
             body = self._require_object(await self._body(request))
+            check_update_name(body, info.name)
 
             def replace(_: dict[str, Any]) -> dict[str, Any]:
                 return body

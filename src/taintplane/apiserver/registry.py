@@ -22,6 +22,7 @@ from taintplane.api.decoding import format_time
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, ResourceType, Scheme
 from taintplane.apiserver.codec import clone
+from taintplane.apiserver.fairness import offload
 from taintplane.apiserver.fieldmanager import managed_fields_base
 from taintplane.apiserver.registry_checks import (
     Apply,
@@ -51,6 +52,7 @@ __all__ = [
     "Registry",
     "WatchItem",
     "WatchProgress",
+    "check_update_name",
 ]
 
 #: The namespaces NamespaceLifecycle admission never lets be deleted (kube-node-lease may be).
@@ -110,7 +112,7 @@ class Registry(RegistryReads):
         notes: DecodeNotes = NO_NOTES,
     ) -> dict[str, Any]:
         obj: dict[str, Any] = clone(body)
-        check_type(resource, obj, field_validation, notes=notes)
+        await offload(check_type, resource, obj, field_validation, notes=notes)
         metadata = meta(obj)
         if resource.namespaced:
             if metadata.get("namespace") and metadata["namespace"] != namespace:
@@ -149,7 +151,7 @@ class Registry(RegistryReads):
         base = managed_fields_base(sent_managed_fields, None, from_request=apply is None)
         if base:
             metadata["managedFields"] = base
-        self._record_fields(resource, obj, None, manager, apply, "")
+        await self._record_fields(resource, obj, None, manager, apply, "")
         if dry_run:
             return obj
         # A generated name that is taken is generated again, up to 8 tries in all, as
@@ -217,18 +219,8 @@ class Registry(RegistryReads):
         notes: DecodeNotes = NO_NOTES,
     ) -> dict[str, Any]:
         new: dict[str, Any] = clone(body)
-        check_type(resource, new, field_validation, notes=notes)
-        body_name = meta(new).get("name")
-        if not body_name:
-            # The update handler's checkName: ObjectName finds no name in the body.
-            raise APIError.bad_request(
-                f"the name of the object ({name} based on URL) was undeterminable: "
-                "name must be provided"
-            )
-        if body_name != name:
-            raise APIError.bad_request(
-                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
-            )
+        await offload(check_type, resource, new, field_validation, notes=notes)
+        check_update_name(new, name)
         precondition = meta(new).get("resourceVersion") or None
         while True:
             old = await self.get(resource, namespace, name)
@@ -282,7 +274,7 @@ class Registry(RegistryReads):
             current: dict[str, Any] = orjson.loads(kv.value)
             current.setdefault("metadata", {})["resourceVersion"] = meta(old)["resourceVersion"]
             new = mutate(current)
-            check_type(resource, new, field_validation, baseline=old, notes=notes)
+            await offload(check_type, resource, new, field_validation, baseline=old, notes=notes)
             expected = meta(new).get("resourceVersion")
             if expected and expected != meta(old)["resourceVersion"]:
                 raise from_store_error(store_errors.Conflict(name, 0), resource, name)
@@ -380,7 +372,7 @@ class Registry(RegistryReads):
             # A no-op update does not write (and keeps the resourceVersion); an apply that
             # changes no value still records its applier (a new co-owner is a write).
             return old
-        self._record_fields(resource, new, old, manager, apply, subresource, merged)
+        await self._record_fields(resource, new, old, manager, apply, subresource, merged)
         if _without_times(new) == _without_times(old):
             return old  # a no-op update does not write (and keeps the resourceVersion)
         if dry_run:
@@ -575,7 +567,7 @@ class Registry(RegistryReads):
         self._written(resource)
         return revision
 
-    def _record_fields(
+    async def _record_fields(
         self,
         resource: ResourceType,
         new: dict[str, Any],
@@ -585,7 +577,8 @@ class Registry(RegistryReads):
         subresource: str,
         merged: dict[str, Any] | None = None,
     ) -> None:
-        record_fields(
+        await offload(
+            record_fields,
             self.clock,
             resource,
             new,
@@ -595,6 +588,21 @@ class Registry(RegistryReads):
             subresource=subresource,
             has_status=self.strategy(resource).has_status,
             merged=merged,
+        )
+
+
+def check_update_name(body: dict[str, Any], name: str) -> None:
+    """The update handler's checkName: the body names the object of the URL."""
+    metadata = body.get("metadata")
+    body_name = metadata.get("name") if isinstance(metadata, dict) else None
+    if not body_name:
+        raise APIError.bad_request(
+            f"the name of the object ({name} based on URL) was undeterminable: "
+            "name must be provided"
+        )
+    if body_name != name:
+        raise APIError.bad_request(
+            f"the name of the object ({body_name}) does not match the name on the URL ({name})"
         )
 
 

@@ -72,7 +72,19 @@ def apply_scale(
                     ],
                 },
             )
-        version = (wanted.get("metadata") or {}).get("resourceVersion")
+        raw_meta = wanted.get("metadata")
+        wanted_meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+        uid = wanted_meta.get("uid")
+        current_uid = (current.get("metadata") or {}).get("uid")
+        if uid and uid != current_uid:
+            # scaleUpdatedObjectInfo: a UID precondition for another object.
+            raise _scale_conflict(
+                current,
+                name,
+                f"Precondition failed: UID in precondition: {uid}, "
+                f"UID in object meta: {current_uid}",
+            )
+        version = wanted_meta.get("resourceVersion")
         updated = dict(current)
         updated["spec"] = {**(current.get("spec") or {}), "replicas": replicas}
         if version:
@@ -80,3 +92,14 @@ def apply_scale(
         return updated
 
     return mutate
+
+
+def _scale_conflict(obj: dict[str, Any], name: str, why: str) -> APIError:
+    """errors.NewConflict on ``<plural>/scale`` of the workload's group."""
+    group, _, _ = str(obj.get("apiVersion") or "").rpartition("/")
+    plural = str(obj.get("kind") or "").lower() + "s/scale"
+    qualified = f"{plural}.{group}" if group else plural
+    details = {"name": name, "group": group, "kind": plural}
+    return APIError.make(
+        409, "Conflict", f'Operation cannot be fulfilled on {qualified} "{name}": {why}', details
+    )
