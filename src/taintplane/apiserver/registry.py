@@ -22,7 +22,6 @@ from taintplane.api.decoding import format_time
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, ResourceType, Scheme
 from taintplane.apiserver.codec import clone
-from taintplane.apiserver.fairness import offload
 from taintplane.apiserver.fieldmanager import managed_fields_base
 from taintplane.apiserver.registry_checks import (
     Apply,
@@ -112,7 +111,7 @@ class Registry(RegistryReads):
         notes: DecodeNotes = NO_NOTES,
     ) -> dict[str, Any]:
         obj: dict[str, Any] = clone(body)
-        await offload(check_type, resource, obj, field_validation, notes=notes)
+        check_type(resource, obj, field_validation, notes=notes)
         metadata = meta(obj)
         if resource.namespaced:
             if metadata.get("namespace") and metadata["namespace"] != namespace:
@@ -151,7 +150,7 @@ class Registry(RegistryReads):
         base = managed_fields_base(sent_managed_fields, None, from_request=apply is None)
         if base:
             metadata["managedFields"] = base
-        await self._record_fields(resource, obj, None, manager, apply, "")
+        self._record_fields(resource, obj, None, manager, apply, "")
         if dry_run:
             return obj
         # A generated name that is taken is generated again, up to 8 tries in all, as
@@ -219,7 +218,7 @@ class Registry(RegistryReads):
         notes: DecodeNotes = NO_NOTES,
     ) -> dict[str, Any]:
         new: dict[str, Any] = clone(body)
-        await offload(check_type, resource, new, field_validation, notes=notes)
+        check_type(resource, new, field_validation, notes=notes)
         check_update_name(new, name)
         precondition = meta(new).get("resourceVersion") or None
         while True:
@@ -274,7 +273,7 @@ class Registry(RegistryReads):
             current: dict[str, Any] = orjson.loads(kv.value)
             current.setdefault("metadata", {})["resourceVersion"] = meta(old)["resourceVersion"]
             new = mutate(current)
-            await offload(check_type, resource, new, field_validation, baseline=old, notes=notes)
+            check_type(resource, new, field_validation, baseline=old, notes=notes)
             expected = meta(new).get("resourceVersion")
             if expected and expected != meta(old)["resourceVersion"]:
                 raise from_store_error(store_errors.Conflict(name, 0), resource, name)
@@ -372,7 +371,7 @@ class Registry(RegistryReads):
             # A no-op update does not write (and keeps the resourceVersion); an apply that
             # changes no value still records its applier (a new co-owner is a write).
             return old
-        await self._record_fields(resource, new, old, manager, apply, subresource, merged)
+        self._record_fields(resource, new, old, manager, apply, subresource, merged)
         if _without_times(new) == _without_times(old):
             return old  # a no-op update does not write (and keeps the resourceVersion)
         if dry_run:
@@ -567,7 +566,7 @@ class Registry(RegistryReads):
         self._written(resource)
         return revision
 
-    async def _record_fields(
+    def _record_fields(
         self,
         resource: ResourceType,
         new: dict[str, Any],
@@ -577,8 +576,7 @@ class Registry(RegistryReads):
         subresource: str,
         merged: dict[str, Any] | None = None,
     ) -> None:
-        await offload(
-            record_fields,
+        record_fields(
             self.clock,
             resource,
             new,
