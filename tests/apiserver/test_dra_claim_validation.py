@@ -136,6 +136,29 @@ def test_attribute_values_have_the_unknown_type_and_pass(api):
         assert created.status_code == 201, (expression, created.text)
 
 
+def test_the_optional_syntax_and_bind_compile_and_costly_selectors_are_forbidden(api):
+    """validateCELSelector: a selector whose worst-case cost exceeds
+    CELSelectorExpressionMaxCost (1 000 000) is Forbidden; the optional syntax compiles, and
+    a syntax error in an expression using it is still reported as one."""
+    ok = 'device.attributes["gpu.example.com"].?model.orValue("") == "a100"'
+    assert api.post(CLAIMS, json=claim("optional", [selecting(ok)])).status_code == 201
+    gpu = 'device.attributes["gpu.example.com"]'
+    costly = f"{gpu}.all(a, {gpu}.all(b, {gpu}.all(c, {gpu}.all(d, a != d))))"
+    assert invalid(api.post(CLAIMS, json=claim("costly", [selecting(costly)]))) == (
+        "spec.devices.requests[0].exactly.selectors[0].cel.expression: Forbidden: too "
+        "complex, exceeds cost limit"
+    )
+    broken = 'device.attributes["gpu.example.com"].?model.orValue("") =='
+    # After an operator, cel-go expects an operand ('?' opens none there).
+    after_operator = EXPECTING.replace("'?', ", "")
+    assert invalid(api.post(CLAIMS, json=claim("broken", [selecting(broken)]))) == (
+        "spec.devices.requests[0].exactly.selectors[0].cel.expression: Invalid value: "
+        + json.dumps(broken)
+        + ": compilation failed: ERROR: <input>:1:59: Syntax error: mismatched input "
+        f"'<EOF>' expecting {after_operator}\n | {broken}\n | " + "." * 58 + "^"
+    )
+
+
 def test_unchanged_class_selectors_are_not_compiled_again(api, cluster):
     """A DeviceClass stored with a selector the check now refuses (written before it
     existed) stays updatable while its selectors are unchanged."""

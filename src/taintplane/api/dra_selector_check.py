@@ -12,7 +12,9 @@ before a selector is stored:
 
 Types are inferred only where they are certain; anything else counts as unknown and passes
 (a function outside the small table below, a namespaced function such as
-``strings.quote``, a comprehension's result). The worst-case cost is not estimated.
+``strings.quote``, a comprehension's result). Expressions with the optional syntax or
+``cel.bind`` are compiled as :mod:`taintplane.api.cel_syntax` rewrites them; the worst-case
+cost is estimated by :mod:`taintplane.api.cel_cost`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from taintplane.api.cel_syntax import CelSyntaxError, rewrite, without_optional_markers
 
 __all__ = ["selector_problem"]
 
@@ -98,10 +102,21 @@ def selector_problem(expression: str) -> str | None:
     # Imported on first use, as the evaluator does (the package is slow to import).
     import cel
 
+    masked = without_optional_markers(expression)
     try:
-        cel.compile(expression)
+        # The optional syntax and cel.bind, which the evaluator lacks, rewritten first.
+        text = rewrite(expression)
+    except CelSyntaxError:
+        text = masked  # the evaluator's parser then names the syntax error
+    try:
+        cel.compile(text)
     except (ValueError, RuntimeError) as error:
-        return _syntax_problem(str(error))
+        problem = _syntax_problem(str(error))
+        if problem is not None and masked != expression:
+            # Its snippets quote the source lines as written.
+            for shown, written in zip(masked.splitlines(), expression.splitlines(), strict=True):
+                problem = problem.replace(f"\n | {shown}\n", f"\n | {written}\n")
+        return problem
     return _type_problem(expression)
 
 

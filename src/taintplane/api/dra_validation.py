@@ -15,6 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from taintplane.api import names
+from taintplane.api.cel_cost import (
+    CEL_SELECTOR_EXPRESSION_MAX_COST,
+    COST_LIMIT_EXCEEDED,
+    estimate_cost,
+)
+from taintplane.api.cel_syntax import CelSyntaxError
 from taintplane.api.device_taints import (
     DeviceTaint,
     DeviceToleration,
@@ -219,12 +225,20 @@ def _selectors(items: object, path: Path, stored: bool = False) -> list[FieldErr
 
 
 def _cel_expression(expression: str, path: Path) -> list[FieldError]:
-    """``validateCELSelector`` on a new expression: its length, then whether it compiles
-    (the worst-case cost is not estimated)."""
+    """``validateCELSelector`` on a new expression: its length, whether it compiles, then
+    whether its worst-case cost stays within ``CELSelectorExpressionMaxCost``."""
     if len(expression.encode()) > CEL_SELECTOR_EXPRESSION_MAX_LENGTH:
         return [_too_long(path, CEL_SELECTOR_EXPRESSION_MAX_LENGTH)]
     problem = selector_problem(expression)
-    return [] if problem is None else [FieldError.invalid(path, expression, problem)]
+    if problem is not None:
+        return [FieldError.invalid(path, expression, problem)]
+    try:
+        cost = estimate_cost(expression)
+    except CelSyntaxError:
+        return []  # syntax the estimator does not follow (optional list or map entries)
+    if cost > CEL_SELECTOR_EXPRESSION_MAX_COST:
+        return [FieldError.forbidden(path, COST_LIMIT_EXCEEDED)]
+    return []
 
 
 def _allocation_mode(request: Mapping[str, Any], path: Path) -> list[FieldError]:

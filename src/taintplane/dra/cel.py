@@ -16,8 +16,10 @@ libraries' functions: ``quantity("1Gi")``, ``isQuantity``, ``compareTo``, ``isGr
 quantities are ``==`` when their amounts are equal (``quantity("1Gi") ==
 quantity("1024Mi")``).
 
-The evaluator is the ``common-expression-language`` package (a CEL implementation in Rust);
-it has no ``cel.bind`` and no cost limits.
+The evaluator is the ``common-expression-language`` package (a CEL implementation in Rust).
+It lacks the optional selection syntax (``x.?f``, ``m[?k]``) and ``cel.bind``, which
+upstream's environment has: :mod:`taintplane.api.cel_syntax` rewrites those into syntax it
+has. Worst-case costs are estimated at validation (:mod:`taintplane.api.cel_cost`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from taintplane.api.cel_syntax import (
+    HAS_INDEX,
+    CelSyntaxError,
+    rewrite,
+    without_optional_markers,
+)
 from taintplane.api.quantity import QuantityError, parse_quantity
 
 if TYPE_CHECKING:
@@ -149,6 +157,18 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 
 
+def _has_index(container: object, key: object) -> bool:
+    """``[?key]``'s presence test: a map's key, or a list's index in range."""
+    if isinstance(container, dict):
+        return key in container
+    if isinstance(container, list) and isinstance(key, int) and not isinstance(key, bool):
+        return 0 <= key < len(container)
+    raise CelError("no such overload")
+
+
+_FUNCTIONS = {**FUNCTIONS, HAS_INDEX: _has_index}
+
+
 def _is(attempt: Callable[[], object]) -> bool:
     try:
         attempt()
@@ -198,15 +218,23 @@ class CompiledSelector:
     def __init__(self, expression: str) -> None:
         self.expression = expression
         self.error = ""
+        try:
+            # The optional syntax and cel.bind, which the package lacks, in syntax it has.
+            text = rewrite(expression)
+        except CelSyntaxError:
+            # The package's own parser then names the error.
+            text = without_optional_markers(expression)
+        # Looked up in the rewritten text: `[?"domain"]` reads as a lookup there too, and a
+        # domain the device lacks is an empty map, as upstream's map with a default.
         self._domains: dict[str, set[str]] = {"attributes": set(), "capacity": set()}
-        for kind, double, single in _DOMAIN_LOOKUP.findall(expression):
+        for kind, double, single in _DOMAIN_LOOKUP.findall(text):
             self._domains[kind].add(double or single)
         # Imported on first use: the package's __init__ also loads its interactive shell
         # (prompt_toolkit and more), ~0.15 s that `taintplane up` need not pay at start-up.
         import cel
 
         try:
-            self._program: cel.Program | None = cel.compile(expression)
+            self._program: cel.Program | None = cel.compile(text)
         except (ValueError, RuntimeError) as error:
             self._program = None
             self.error = f"compilation failed: {error}"
@@ -221,7 +249,7 @@ class CompiledSelector:
         }
         import cel
 
-        context = cel.Context({"device": variable}, dict(FUNCTIONS))
+        context = cel.Context({"device": variable}, _FUNCTIONS)
         try:
             result = self._program.execute(context)
         except KeyError as error:
