@@ -13,10 +13,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from datetime import datetime
 from typing import Any
 
-from taintplane.api.selectors import LabelSelector, label_selector_from_dict
+from taintplane.api.selectors import LabelSelector
 from taintplane.client import ApiError, Client, resource
 from taintplane.client.events import EventRecorder
 from taintplane.client.informer import object_key
@@ -24,11 +23,20 @@ from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
 from taintplane.clock import Clock
 from taintplane.controllers.podranking import pods_to_delete
+from taintplane.controllers.replicaset_handlers import (
+    NAMESPACE_INDEX,
+    ReplicaSetHandlers,
+    namespace_index,
+    selector_of,
+)
+from taintplane.controllers.replicaset_pods import ReplicaSetPods
 from taintplane.controllers.replicaset_status import (
+    AVAILABILITY_SLACK,
     calculate_status,
     next_availability_check,
     omit_zero,
     same_status,
+    status_from_counts,
 )
 from taintplane.controllers.workloads import (
     OWNER_INDEX,
@@ -51,7 +59,7 @@ COMPONENT = "replicaset-controller"
 BURST_REPLICAS = 500
 
 
-class ReplicaSetController:
+class ReplicaSetController(ReplicaSetHandlers):
     def __init__(self, client: Client, clock: Clock, informers: SharedInformers) -> None:
         self.client = client
         self.clock = clock
@@ -60,6 +68,8 @@ class ReplicaSetController:
         for informer in (self.pods, self.replicasets):
             if not informer.has_index(OWNER_INDEX):
                 informer.add_index(OWNER_INDEX, owner_index)
+        if not self.replicasets.has_index(NAMESPACE_INDEX):
+            self.replicasets.add_index(NAMESPACE_INDEX, namespace_index)
         self.recorder = EventRecorder(client, clock, COMPONENT)
         self.queue = WorkQueue(clock, name="replicaset")
         self.expectations = Expectations(clock)
@@ -68,6 +78,9 @@ class ReplicaSetController:
             self._rs_updated,
             self._rs_deleted,
         )
+        # The counts first: a sync the handlers below queue must find them current.
+        self.counts = ReplicaSetPods(self.pods)
+        self.pods.add_handlers(self.counts.added, self.counts.updated, self.counts.deleted)
         self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
 
     async def run(self) -> None:
@@ -83,75 +96,6 @@ class ReplicaSetController:
                 raise
             self.queue.retry(key)
 
-    # ---- informer callbacks ----------------------------------------------------------------
-
-    def _rs_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        self.queue.add(object_key(new))
-
-    def _rs_deleted(self, rs: dict[str, Any]) -> None:
-        key = object_key(rs)
-        self.expectations.forget(key)
-        self.queue.add(key)
-
-    def _owner_key(self, pod: dict[str, Any]) -> str | None:
-        """The key of the ReplicaSet controlling ``pod``, if it is one we know."""
-        ref = controller_ref(pod)
-        if ref is None or ref.get("kind") != "ReplicaSet":
-            return None
-        key = f"{pod['metadata']['namespace']}/{ref.get('name')}"
-        rs = self.replicasets.get(key)
-        if rs is None or rs["metadata"].get("uid") != ref.get("uid"):
-            return None
-        return key
-
-    def _enqueue_matching(self, pod: dict[str, Any]) -> None:
-        """An orphan changed: every ReplicaSet whose selector matches may adopt it."""
-        namespace = pod["metadata"]["namespace"]
-        labels = pod["metadata"].get("labels") or {}
-        for rs in self.replicasets.cache.values():
-            if rs["metadata"].get("namespace") != namespace:
-                continue
-            selector = _selector(rs)
-            if selector is not None and not selector.is_empty() and selector.matches(labels):
-                self.queue.add(object_key(rs))
-
-    def _pod_added(self, pod: dict[str, Any]) -> None:
-        if pod["metadata"].get("deletionTimestamp"):
-            self._pod_deleted(pod)  # seen first while terminating: counts as gone
-            return
-        key = self._owner_key(pod)
-        if key is not None:
-            self.expectations.creation_observed(key)
-            self.queue.add(key)
-        elif controller_ref(pod) is None:
-            self._enqueue_matching(pod)
-
-    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
-            return
-        labels_changed = old["metadata"].get("labels") != new["metadata"].get("labels")
-        if new["metadata"].get("deletionTimestamp"):
-            self._pod_deleted(new)
-            if labels_changed:
-                self._pod_deleted(old)
-            return
-        old_ref, new_ref = controller_ref(old), controller_ref(new)
-        if old_ref != new_ref and old_ref is not None:
-            old_key = self._owner_key(old)
-            if old_key is not None:
-                self.queue.add(old_key)
-        key = self._owner_key(new)
-        if key is not None:
-            self.queue.add(key)
-        elif new_ref is None and (labels_changed or old_ref != new_ref):
-            self._enqueue_matching(new)
-
-    def _pod_deleted(self, pod: dict[str, Any]) -> None:
-        key = self._owner_key(pod)
-        if key is not None:
-            self.expectations.deletion_observed(key, object_key(pod))
-            self.queue.add(key)
-
     # ---- sync ------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> None:
@@ -160,9 +104,66 @@ class ReplicaSetController:
             self.expectations.forget(key)
             return
         needs_sync = self.expectations.satisfied(key)
-        selector = _selector(rs)
+        spec = rs.get("spec") or {}
+        selector = selector_of(rs)
         if selector is None or selector.is_empty():
             return  # validation forbids it; never select every pod
+        meta = rs["metadata"]
+        namespace, uid = meta["namespace"], meta["uid"]
+        template = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        counts = self.counts.counts(uid, spec.get("selector") or {}, selector, template)
+        adoptable = [
+            p
+            for p in self.pods.by_index(OWNER_INDEX, f"orphan/{namespace}")
+            if is_pod_active(p) and selector.matches(p["metadata"].get("labels") or {})
+        ]
+        wanted = int(spec.get("replicas", 1))
+        deleting = bool(meta.get("deletionTimestamp"))
+        scale_down = needs_sync and not deleting and counts.active > wanted
+        if adoptable or counts.unmatched or scale_down:
+            # Adoption, release or choosing pods to delete needs the pods themselves.
+            await self._sync_walking(key, rs, selector, adoptable, needs_sync)
+            return
+        # Otherwise the counts say it all: no pod is visited.
+        error: Exception | None = None
+        if needs_sync and not deleting:
+            try:
+                await self._manage_replicas(key, rs, counts.active, [])
+            except ApiError as failure:
+                error = failure
+        now = self.clock.now()
+        min_ready = int(spec.get("minReadySeconds") or 0)
+        numbers = (
+            counts.active,
+            counts.labelled,
+            counts.ready,
+            counts.available(min_ready, now),
+            counts.terminating,
+        )
+        status = status_from_counts(rs, numbers, error, now)
+        updated = await self._update_status(rs, status)
+        status = updated.get("status") or {}
+        if min_ready > 0 and status.get("readyReplicas", 0) != status.get("availableReplicas", 0):
+            due = counts.next_available_in(min_ready, now)
+            wait = (
+                float(min_ready)
+                if due is None
+                else min_ready - (now - due).total_seconds() + AVAILABILITY_SLACK
+            )
+            self.queue.add_after(key, wait)
+        if error is not None:
+            raise error
+
+    async def _sync_walking(
+        self,
+        key: str,
+        rs: dict[str, Any],
+        selector: LabelSelector,
+        adoptable: list[dict[str, Any]],
+        needs_sync: bool,
+    ) -> None:
+        """The sync over the pods themselves, as upstream's: claim (adopt, release), scale
+        down by rank, status counted over the claimed pods."""
         meta = rs["metadata"]
         namespace, uid = meta["namespace"], meta["uid"]
         candidates = [
@@ -170,14 +171,10 @@ class ReplicaSetController:
             *self.pods.by_index(OWNER_INDEX, f"orphan/{namespace}"),
         ]
         active = [p for p in candidates if is_pod_active(p)]
-        active = await claim(
-            self.client,
-            PODS,
-            rs,
-            selector,
-            active,
-            can_adopt=await self._can_adopt(rs),
-        )
+        # Upstream asks the server whether the owner may adopt only when there is
+        # something to adopt (the check's sync.Once).
+        can_adopt = bool(adoptable) and await self._can_adopt(rs)
+        active = await claim(self.client, PODS, rs, selector, active, can_adopt=can_adopt)
         terminating = [
             p
             for p in self.pods.by_index(OWNER_INDEX, uid)
@@ -186,11 +183,12 @@ class ReplicaSetController:
         error: Exception | None = None
         if needs_sync and not meta.get("deletionTimestamp"):
             try:
-                await self._manage_replicas(key, rs, active)
+                await self._manage_replicas(key, rs, len(active), active)
             except ApiError as failure:
                 error = failure
         now = self.clock.now()
-        updated = await self._update_status(rs, active, terminating, error, now)
+        status = calculate_status(rs, active, terminating, error, now)
+        updated = await self._update_status(rs, status)
         spec = updated.get("spec") or {}
         status = updated.get("status") or {}
         min_ready = int(spec.get("minReadySeconds") or 0)
@@ -213,10 +211,12 @@ class ReplicaSetController:
         return fresh_meta.get("uid") == meta["uid"] and not fresh_meta.get("deletionTimestamp")
 
     async def _manage_replicas(
-        self, key: str, rs: dict[str, Any], active: list[dict[str, Any]]
+        self, key: str, rs: dict[str, Any], count: int, active: list[dict[str, Any]]
     ) -> None:
+        """Create or delete toward ``spec.replicas`` from ``count`` active pods (``active``
+        lists them; only a scale-down needs them)."""
         wanted = int((rs.get("spec") or {}).get("replicas", 1))
-        diff = len(active) - wanted
+        diff = count - wanted
         if diff < 0:
             count = min(-diff, BURST_REPLICAS)
             self.expectations.expect(key, adds=count)
@@ -304,15 +304,7 @@ class ReplicaSetController:
 
     # ---- status ----------------------------------------------------------------------------
 
-    async def _update_status(
-        self,
-        rs: dict[str, Any],
-        active: list[dict[str, Any]],
-        terminating: list[dict[str, Any]],
-        error: Exception | None,
-        now: datetime,
-    ) -> dict[str, Any]:
-        status = calculate_status(rs, active, terminating, error, now)
+    async def _update_status(self, rs: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         old = rs.get("status") or {}
         generation = int(rs["metadata"].get("generation") or 0)
         if same_status(old, status) and old.get("observedGeneration", 0) == generation:
@@ -333,10 +325,3 @@ class ReplicaSetController:
                 meta = rs["metadata"]
                 updated = await self.client.get(REPLICASETS, meta["name"], meta["namespace"])
         return rs
-
-
-def _selector(rs: dict[str, Any]) -> LabelSelector | None:
-    try:
-        return label_selector_from_dict((rs.get("spec") or {}).get("selector"))
-    except ValueError:
-        return None

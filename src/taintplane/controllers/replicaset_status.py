@@ -34,12 +34,26 @@ def calculate_status(
             ready += 1
             if is_pod_available(pod, min_ready, now):
                 available += 1
+    counts = (len(active), labelled, ready, available, len(terminating))
+    return status_from_counts(rs, counts, error, now)
+
+
+def status_from_counts(
+    rs: dict[str, Any],
+    counts: tuple[int, int, int, int, int],
+    error: Exception | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The status from (replicas, fully labelled, ready, available, terminating), however
+    they were counted (walked here, or kept by :mod:`.replicaset_pods`)."""
+    spec = rs.get("spec") or {}
+    replicas, labelled, ready, available, terminating = counts
     status: dict[str, Any] = {
-        "replicas": len(active),
+        "replicas": replicas,
         "fullyLabeledReplicas": labelled,
         "readyReplicas": ready,
         "availableReplicas": available,
-        "terminatingReplicas": len(terminating),
+        "terminatingReplicas": terminating,
     }
     conditions = [
         c
@@ -57,7 +71,7 @@ def calculate_status(
     if error is not None:
         if failure is None:
             wanted = int(spec.get("replicas", 1))
-            reason = "FailedCreate" if len(active) < wanted else "FailedDelete"
+            reason = "FailedCreate" if replicas < wanted else "FailedDelete"
             failure = {
                 "type": "ReplicaFailure",
                 "status": "True",
