@@ -1,8 +1,8 @@
 """Logging of the commands that run components (``up``, ``serve``, the split components), and
 of the commands that run a cluster of their own only to report on it.
 
-Lines carry klog's header (severity letter, date, time), then the component and the message,
-so they read as kube-controller-manager's do. Expected failures (the API refusing a write, a
+Lines carry klog's header (severity letter, date, time, pid, file:line), so they read as
+kube-controller-manager's do. Expected failures (the API refusing a write, a
 conflict, a server out of reach) are one line each, in client-go's words, naming the retry;
 a traceback means a bug, or that ``-v`` asked for it.
 """
@@ -22,13 +22,15 @@ _SEVERITY = {"DEBUG": "I", "INFO": "I", "WARNING": "W", "ERROR": "E", "CRITICAL"
 
 
 class KlogFormatter(logging.Formatter):
-    """``E1129 03:40:01.123456 replicaset: error syncing "default/web": …, requeuing``."""
+    """klog's header, then the message: ``E1129 03:40:01.123456    4242 workqueue.py:158]
+    replicaset: error syncing "default/web": …, requeuing``."""
 
     def format(self, record: logging.LogRecord) -> str:
         # Wall-clock time of the process (logs are about the process, not the cluster's clock).
         stamp = datetime.fromtimestamp(record.created).strftime("%m%d %H:%M:%S.%f")
-        name = record.name.rsplit(".", 1)[-1]
-        line = f"{_SEVERITY.get(record.levelname, 'I')}{stamp} {name}: {record.getMessage()}"
+        severity = _SEVERITY.get(record.levelname, "I")
+        where = f"{record.filename}:{record.lineno}"
+        line = f"{severity}{stamp} {record.process:>7} {where}] {record.getMessage()}"
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
         return line
@@ -48,7 +50,7 @@ def setup_logging(verbose: int, log_file: Path | None) -> None:
         root.removeHandler(existing)
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
-    level = logging.WARNING if verbose == 0 else logging.DEBUG
+    level = (logging.WARNING, logging.INFO)[verbose] if verbose < 2 else logging.DEBUG
     logging.getLogger("taintplane").setLevel(level)
 
 

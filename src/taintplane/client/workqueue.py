@@ -20,12 +20,19 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 
+import httpx
+
+from taintplane.client.client import ApiError
 from taintplane.client.queue_metrics import QueueMetrics
 from taintplane.clock import Clock
 
-__all__ = ["TokenBucket", "WorkQueue"]
+__all__ = ["EXPECTED", "TokenBucket", "WorkQueue"]
 
 log = logging.getLogger(__name__)
+
+#: Failures a sync may meet in normal operation (and retries): refusals by the API server and
+#: a server out of reach. Anything else is logged with its traceback.
+EXPECTED = (ApiError, httpx.TransportError, ConnectionError, TimeoutError)
 
 
 class TokenBucket:
@@ -145,8 +152,19 @@ class WorkQueue:
                     self.forget(key)
                 except asyncio.CancelledError:
                     raise
-                except Exception:  # one bad key must not stop the controller
-                    log.exception("%s: syncing %s failed; retrying", self.name, key)
+                except EXPECTED as error:
+                    # The API refused a write, or was out of reach: the controller's business
+                    # to retry, not a crash. One line, as client-go's controllers log it.
+                    log.error(
+                        '%s: error syncing "%s": %s, requeuing',
+                        self.name,
+                        key,
+                        error,
+                        exc_info=log.isEnabledFor(logging.INFO),
+                    )
+                    self.retry(key)
+                except Exception:  # a bug; one bad key must still not stop the controller
+                    log.exception('%s: error syncing "%s", requeuing', self.name, key)
                     self.retry(key)
                 finally:
                     self.done(key)

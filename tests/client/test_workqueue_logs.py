@@ -1,0 +1,82 @@
+"""What a work queue logs when a sync fails: an expected failure (the API refusing, the server
+out of reach) is one line in client-go's words with the requeue; a bug keeps its traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import httpx
+import pytest
+
+from taintplane.client import ApiError
+from taintplane.client.workqueue import WorkQueue
+from taintplane.clock import VirtualClock
+
+REFUSED = ApiError(
+    {
+        "code": 403,
+        "reason": "Forbidden",
+        "message": 'pods "web-" is forbidden: pod rejected: RuntimeClass "nope" not found',
+    }
+)
+
+
+def failing_twice(error: Exception, level: int, caplog: pytest.LogCaptureFixture) -> None:
+    logging.getLogger("taintplane").setLevel(level)
+    try:
+
+        async def main() -> None:
+            clock = VirtualClock()
+            queue = WorkQueue(clock, name="replicaset")
+            calls = 0
+
+            async def sync(key: str) -> None:
+                nonlocal calls
+                calls += 1
+                if calls <= 2:
+                    raise error
+
+            queue.add("default/web")
+            runner = asyncio.create_task(queue.run(sync))
+            await clock.advance(1)
+            runner.cancel()
+            await asyncio.gather(runner, return_exceptions=True)
+            assert calls == 3
+
+        with caplog.at_level(logging.DEBUG):
+            asyncio.run(main())
+    finally:
+        logging.getLogger("taintplane").setLevel(logging.NOTSET)
+
+
+@pytest.mark.parametrize(
+    ("error", "text"),
+    [
+        (REFUSED, 'pods "web-" is forbidden: pod rejected: RuntimeClass "nope" not found'),
+        (httpx.ConnectError("All connection attempts failed"), "All connection attempts failed"),
+    ],
+)
+def test_an_expected_failure_is_one_line_with_the_requeue(caplog, error, text):
+    failing_twice(error, logging.WARNING, caplog)
+    records = [r for r in caplog.records if r.name == "taintplane.client.workqueue"]
+    assert [r.getMessage() for r in records] == [
+        f'replicaset: error syncing "default/web": {text}, requeuing'
+    ] * 2
+    assert all(r.levelno == logging.ERROR and not r.exc_info for r in records)
+
+
+def test_with_v_an_expected_failure_shows_its_traceback(caplog):
+    failing_twice(REFUSED, logging.INFO, caplog)
+    records = [r for r in caplog.records if r.name == "taintplane.client.workqueue"]
+    assert len(records) == 2
+    assert all(r.exc_info is not None and r.exc_info[1] is REFUSED for r in records)
+
+
+def test_a_bug_keeps_its_traceback(caplog):
+    failing_twice(KeyError("spec"), logging.WARNING, caplog)
+    records = [r for r in caplog.records if r.name == "taintplane.client.workqueue"]
+    assert [r.getMessage() for r in records] == [
+        'replicaset: error syncing "default/web", requeuing'
+    ] * 2
+    assert all(r.exc_info is not None for r in records)
