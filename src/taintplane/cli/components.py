@@ -20,12 +20,14 @@ import click
 from taintplane import runtime
 from taintplane.cli.admin import kubeconfig_option
 from taintplane.cli.kubeconfig import load_target
-from taintplane.client import Client, HTTPTransport
+from taintplane.client import ApiError, Client, HTTPTransport, resource
 from taintplane.client.client import COMPONENT_FIELD_MANAGERS
 from taintplane.client.leaderelection import LeaderElector
 from taintplane.clock import Clock, RealClock
 
 __all__ = ["agents_command", "controller_manager_command", "lead", "scheduler_command"]
+
+SELF_SUBJECT_REVIEWS = resource("authentication.k8s.io", "v1", "selfsubjectreviews")
 
 
 def _run(kubeconfig: str | None, what: str, build: Callable[[Client], Awaitable[None]]) -> None:
@@ -161,6 +163,8 @@ def agents_command(
 ) -> None:
     """Run simulated kubelets alone against an API server."""
     from taintplane.agents.kubelet import Kubelets
+    from taintplane.agents.nodes import NodeShape
+    from taintplane.client.shared import SharedInformers
     from taintplane.sim.clusterfile import ClusterFileError, default_nodes, load_cluster_file
 
     if cluster_file is not None and node_count is not None:
@@ -175,9 +179,44 @@ def agents_command(
         raise click.UsageError(f"--cluster: {error}") from error
 
     async def run(client: Client) -> None:
-        kubelets = Kubelets(client, RealClock())
-        await kubelets.add(shapes)
-        click.echo(f"{len(shapes)} simulated node(s) registered")
-        await kubelets.run()
+        node = await _node_identity(client)
+        informers = SharedInformers(client, node_name=node)
+        chosen = shapes
+        if node:
+            # A kubelet's credentials read only its own node and the pods bound to it.
+            chosen = [s for s in shapes if s.name == node]
+            if not chosen and cluster_file is not None:
+                raise click.ClickException(
+                    f"the kubeconfig's user system:node:{node} may run only node {node}, which "
+                    f"{cluster_file} does not define; name a node {node} there, or use a "
+                    "kubeconfig whose user may read every node and pod"
+                )
+            chosen = chosen or [NodeShape(node)]
+            click.echo(
+                f"running as system:node:{node}: simulating node {node} only (a node's "
+                "credentials read only its own node and the pods bound to it)"
+            )
+        kubelets = Kubelets(client, RealClock(), informers=informers)
+        try:
+            await kubelets.add(chosen)
+            click.echo(f"{len(chosen)} simulated node(s) registered")
+            await kubelets.run()
+        finally:
+            await informers.stop()
 
     _run(kubeconfig, "agents", run)
+
+
+async def _node_identity(client: Client) -> str:
+    """NAME when the kubeconfig's user is the node identity ``system:node:NAME`` (in
+    ``system:nodes``), as ``kubectl auth whoami`` tells; "" otherwise."""
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    try:
+        answer = await client.create(SELF_SUBJECT_REVIEWS, review)
+    except ApiError:
+        return ""  # a server without the review API: not a node as far as we can tell
+    info = (answer.get("status") or {}).get("userInfo") or {}
+    name = str(info.get("username") or "")
+    if "system:nodes" not in (info.get("groups") or []) or not name.startswith("system:node:"):
+        return ""
+    return name.removeprefix("system:node:")

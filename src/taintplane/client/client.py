@@ -201,10 +201,13 @@ class Client:
         *,
         resource_version: str = "",
         allow_bookmarks: bool = True,
+        field_selector: str = "",
     ) -> AsyncIterator[WatchEvent]:
         params = {"watch": "true", "resourceVersion": resource_version}
         if allow_bookmarks:
             params["allowWatchBookmarks"] = "true"
+        if field_selector:
+            params["fieldSelector"] = field_selector
         async with self.transport.stream(_path(rt, namespace), params) as lines:
             async for line in lines:
                 event = orjson.loads(line)

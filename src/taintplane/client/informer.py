@@ -47,10 +47,13 @@ class Informer:
         on_update: UpdateHandler | None = None,
         on_delete: Handler | None = None,
         transform: Transform | None = None,
+        field_selector: str = "",
     ) -> None:
         self.client = client
         self.resource = resource
         self.namespace = namespace
+        #: Lists and watches only what this selects (a kubelet's pods: ``spec.nodeName=NAME``).
+        self.field_selector = field_selector
         self._transform = transform
         self.cache: dict[str, dict[str, Any]] = {}
         self.synced = asyncio.Event()
@@ -150,7 +153,9 @@ class Informer:
                 log.exception("informer %s failed; relisting", self.resource.plural)
 
     async def _list(self) -> None:
-        items, rv = await self.client.list(self.resource, self.namespace)
+        items, rv = await self.client.list(
+            self.resource, self.namespace, field_selector=self.field_selector
+        )
         if self._transform is not None:
             items = [self._transform(obj) for obj in items]
         fresh = {object_key(obj): obj for obj in items}
@@ -170,7 +175,10 @@ class Informer:
     async def _watch(self) -> None:
         while True:
             async for kind, obj in self.client.watch(
-                self.resource, self.namespace, resource_version=self.resource_version
+                self.resource,
+                self.namespace,
+                resource_version=self.resource_version,
+                field_selector=self.field_selector,
             ):
                 if kind == "ERROR":
                     raise ApiError(obj)

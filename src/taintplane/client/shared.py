@@ -65,9 +65,21 @@ def compact(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class SharedInformers:
-    def __init__(self, client: Client, *, transform: Transform | None = compact) -> None:
+    def __init__(
+        self, client: Client, *, transform: Transform | None = compact, node_name: str = ""
+    ) -> None:
         self.client = client
         self._transform = transform
+        # A kubelet running as its node's identity may list and watch only its own Node and
+        # the pods bound to it (the Node authorizer): its informers select just those.
+        self._selectors = (
+            {
+                ("", "v1", "pods"): f"spec.nodeName={node_name}",
+                ("", "v1", "nodes"): f"metadata.name={node_name}",
+            }
+            if node_name
+            else {}
+        )
         self._informers: dict[tuple[str, str, str], Informer] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._started: set[tuple[str, str, str]] = set()
@@ -78,7 +90,10 @@ class SharedInformers:
         found = self._informers.get(key)
         if found is None:
             found = Informer(
-                self.client, resource(group, version, plural), transform=self._transform
+                self.client,
+                resource(group, version, plural),
+                transform=self._transform,
+                field_selector=self._selectors.get(key, ""),
             )
             self._informers[key] = found
             if self._running:
