@@ -22,6 +22,7 @@ from taintplane.api.selectors import SelectorError
 from taintplane.apiserver import codec, discovery
 from taintplane.apiserver.admission_hook import create_system_priority_classes, install_admission
 from taintplane.apiserver.auth.guard import LOOPBACK, SCOPE_USER, Guard
+from taintplane.apiserver.body_limits import limited_receive
 from taintplane.apiserver.conversion import VIEWS, View
 from taintplane.apiserver.handlers import ResourceHandlers, json_response
 from taintplane.apiserver.health import (
@@ -160,7 +161,8 @@ class APIServer:
                     return
         if scope["type"] != "http":
             return
-        response = await self.dispatch(Request(scope, receive))
+        # A body past the limit is refused as it arrives, never read whole into memory.
+        response = await self.dispatch(Request(scope, limited_receive(receive)))
         await response(scope, receive, send)
 
     async def loopback_app(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -7,13 +7,11 @@ from typing import Any
 import orjson
 import yaml
 
-from taintplane.apiserver import protobuf
+from taintplane.apiserver import bounded_yaml, protobuf
+from taintplane.apiserver.body_limits import MAX_BODY_BYTES, DepthError, check_depth, too_large
 from taintplane.apiserver.status import APIError
 
 __all__ = ["MAX_BODY_BYTES", "clone", "decode_body", "encode", "wants_table"]
-
-#: kube-apiserver refuses request bodies over 3 MiB.
-MAX_BODY_BYTES = 3 * 1024 * 1024
 
 JSON_TYPES = ("application/json", "")
 YAML_TYPES = ("application/yaml", "application/apply-patch+yaml", "text/yaml", "application/x-yaml")
@@ -32,18 +30,22 @@ def media_type(content_type: str | None) -> str:
 
 def decode_body(raw: bytes, content_type: str | None) -> Any:
     """Parse a JSON, YAML or Kubernetes protobuf body; malformed input is a 400 with the
-    parser's reason."""
+    parser's reason. The limits of :mod:`body_limits` hold before anything expands."""
     if len(raw) > MAX_BODY_BYTES:
-        raise APIError.too_large("Request entity too large: limit is 3145728")
+        raise too_large()
     kind = media_type(content_type)
     if kind in JSON_TYPES or kind.endswith("+json"):
         try:
-            return orjson.loads(raw) if raw.strip() else None
-        except orjson.JSONDecodeError as error:
+            value = orjson.loads(raw) if raw.strip() else None
+            check_depth(value, raw)
+            return value
+        except (orjson.JSONDecodeError, DepthError) as error:
+            if str(error).startswith("depth limit exceeded"):
+                error = DepthError()  # orjson's own stop (1024 levels) is past ours
             raise APIError.bad_request(f"error decoding JSON body: {error}") from error
     if kind in YAML_TYPES:
         try:
-            value = yaml.safe_load(raw.decode("utf-8")) if raw.strip() else None
+            value = bounded_yaml.load(raw.decode("utf-8")) if raw.strip() else None
             # YAML has integers of any size, dates and more: keep only what JSON can carry.
             return orjson.loads(orjson.dumps(value))
         except (yaml.YAMLError, UnicodeDecodeError) as error:
@@ -52,8 +54,10 @@ def decode_body(raw: bytes, content_type: str | None) -> Any:
             raise APIError.bad_request(f"error converting YAML to JSON: {error}") from error
     if kind == PROTOBUF:
         try:
-            return protobuf.decode(raw) if raw else None
-        except protobuf.ProtobufError as error:
+            value = protobuf.decode(raw) if raw else None
+            check_depth(value)
+            return value
+        except (protobuf.ProtobufError, DepthError) as error:
             raise APIError.bad_request(f"error decoding protobuf body: {error}") from error
     raise APIError.unsupported_media_type(kind)
 

@@ -24,6 +24,7 @@ from taintplane.api.selectors import (
 )
 from taintplane.apiserver import codec, fieldmanager, warning
 from taintplane.apiserver.auth.reviews import REVIEW_GROUPS, Reviews
+from taintplane.apiserver.body_limits import parse_int64
 from taintplane.apiserver.codec import clone
 from taintplane.apiserver.delete_options import propagation_policy
 from taintplane.apiserver.eviction import evict
@@ -82,10 +83,7 @@ def _query_int(request: Request, name: str) -> int | None:
     raw = request.query_params.get(name)
     if raw in (None, ""):
         return None
-    try:
-        return int(raw)
-    except ValueError as error:
-        raise APIError.bad_request(f"invalid value for {name}: {raw!r}") from error
+    return parse_int64(raw)
 
 
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")
@@ -298,6 +296,7 @@ class ResourceHandlers:
     @staticmethod
     def _list_options(request: Request, *, watch: bool) -> ListOptions:
         query = request.query_params
+        _query_int(request, "timeoutSeconds")  # decoded (and refused) with the rest, as upstream
         send_initial_events = (
             _query_bool(request, "sendInitialEvents") if "sendInitialEvents" in query else None
         )

@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from taintplane.apiserver.bounded_yaml import BoundedLoader
+
 __all__ = [
     "NO_NOTES",
     "DecodeNotes",
@@ -142,8 +144,9 @@ def json_patch_problems(raw: bytes | str) -> list[str]:
 # ---- YAML -------------------------------------------------------------------------------
 
 
-class _DuplicateKeyLoader(yaml.SafeLoader):
-    """A SafeLoader that records keys a mapping sets twice, with go-yaml's line numbers."""
+class _DuplicateKeyLoader(BoundedLoader):
+    """A safe loader that records keys a mapping sets twice, with go-yaml's line numbers
+    (bounded as the body's own decoding, which reports what is over a limit)."""
 
     duplicates: list[tuple[int, str]]
 
@@ -157,7 +160,8 @@ class _DuplicateKeyLoader(yaml.SafeLoader):
                 line = key_node.start_mark.line + 1
                 self.duplicates.append((line, f'line {line}: key "{key}" already set in map'))
             seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return mapping
 
 
 def yaml_duplicates(text: str) -> list[str]:

@@ -380,8 +380,12 @@ def _check_value(
         items = schema.get("items") or {}
         for i, item in enumerate(value):
             if item is None:
-                if _is_plain_string(items):
-                    value[i] = ""  # a null element of a []string decodes as ""
+                # A null element decodes as the element type's zero value ("", 0, false, an
+                # empty struct), which validation then judges (containers: [null] is
+                # ``spec.containers[0].name: Required value``); pointers and maps stay nil.
+                zero = _zero_element(items)
+                if zero is not None:
+                    value[i] = zero
                 continue
             _check_value(item, items, struct, path.index(i), key, report)
     elif kind == "object":
@@ -410,6 +414,17 @@ def _check_value(
         or (kind == "number" and (isinstance(value, bool) or not isinstance(value, int | float)))
     ):
         raise _fail(value, struct, path, schema)
+
+
+def _zero_element(schema: dict[str, Any]) -> Any:
+    """The zero value Go decodes a null list element of this schema into, or None (nil)."""
+    ref = _ref(schema)
+    if ref is not None:
+        target = schemas()["schemas"].get(ref, {})
+        return {} if target.get("type") == "object" and "properties" in target else None
+    if _is_plain_string(schema):
+        return ""
+    return {"integer": 0, "number": 0, "boolean": False}.get(str(schema.get("type")))
 
 
 def _is_plain_string(schema: dict[str, Any]) -> bool:

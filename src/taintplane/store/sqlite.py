@@ -406,7 +406,9 @@ class SqliteStore:
             low = continue_after if continuing and continue_after is not None else prefix
             params: tuple[Any, ...] = (low, _prefix_end(prefix), at)
             if limit > 0:
-                params += (limit + 1,)
+                # One row past the page tells whether there is more; SQLite's integers are
+                # int64, and so are the API's limits (9223372036854775807 is a valid one).
+                params += (min(limit + 1, 2**63 - 1),)
             rows = conn.execute(sql, params).fetchall()
             more = limit > 0 and len(rows) > limit
             remaining = 0
