@@ -27,6 +27,7 @@ from taintplane.api.taint_spec import TaintSpecError, parse_taint_command, valid
 from taintplane.cli.kubeconfig import Target, load_target
 from taintplane.cli.logs import quiet_components
 from taintplane.cli.text import columns
+from taintplane.cli.whatif_devices import run_devices
 from taintplane.client import ApiError, Client, HTTPTransport
 from taintplane.clock import RealClock
 from taintplane.sim.snapshot import SnapshotError, read_live, read_snapshot_file, snapshot_instant
@@ -35,6 +36,9 @@ from taintplane.sim.whatif_outcomes import Replacement
 from taintplane.sim.whatif_plan import WhatIfError, default_window, resolve_plan
 
 __all__ = ["what_if_group"]
+
+#: What ``what-if taint`` accepts for devices (there is no such kubectl resource).
+DEVICE_RESOURCE_NAMES = frozenset({"devices", "device"})
 
 
 @click.group("what-if")
@@ -69,6 +73,13 @@ def what_if_group() -> None:
     metavar="A=true,B=false",
     help="Feature gates of the simulated cluster (set them as the real one's).",
 )
+@click.option(
+    "-f",
+    "--filename",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="what-if taint devices: the DeviceTaintRule to try (instead of a selection).",
+)
 @click.option("--kubeconfig", metavar="PATH", help="Kubeconfig of the live cluster.")
 def what_if_taint_command(
     args: tuple[str, ...],
@@ -79,17 +90,26 @@ def what_if_taint_command(
     overwrite: bool,
     output: str,
     feature_gates: str,
+    filename: Path | None,
     kubeconfig: str | None,
 ) -> None:
     """What `kubectl taint nodes NAME… KEY[=VALUE]:EFFECT` would do: which pods are evicted,
     when, and where their replacements go. The same arguments as kubectl taint (KEY:EFFECT-
-    and KEY- remove taints); the cluster itself is not changed."""
+    and KEY- remove taints); the cluster itself is not changed.
+
+    `what-if taint devices (DRIVER[/POOL[/DEVICE]] | -f RULE.yaml) KEY[=VALUE]:EFFECT` asks
+    the same of a DeviceTaintRule: which pods using the devices are evicted when, where their
+    claims are allocated next, which stay Pending and why."""
     quiet_components()
-    try:
-        resources, changes = parse_taint_command(args)
-        validate_taint_command(resources, changes, all_nodes=all_nodes, selector=selector)
-    except TaintSpecError as error:
-        raise click.UsageError(error.message) from error
+    devices = bool(args) and args[0] in DEVICE_RESOURCE_NAMES
+    if not devices:
+        if filename is not None:
+            raise click.UsageError("-f takes a DeviceTaintRule: what-if taint devices -f FILE")
+        try:
+            resources, changes = parse_taint_command(args)
+            validate_taint_command(resources, changes, all_nodes=all_nodes, selector=selector)
+        except TaintSpecError as error:
+            raise click.UsageError(error.message) from error
     label_selector: LabelSelector | None = None
     if selector:
         try:
@@ -114,6 +134,9 @@ def what_if_taint_command(
         raise click.UsageError(f"--feature-gates: {error}") from error
 
     objects, start = _read_cluster(snapshot, kubeconfig)
+    if devices:
+        run_devices(args[1:], filename, objects, start, window, features, output)
+        return
     try:
         plan = resolve_plan(
             objects,
