@@ -278,6 +278,12 @@ HOSTILE_JSON = [
     b'{"metadata":{"name":"fuzz","generation":99999999999999999999999}}',
     b'{"metadata":{"name":"fuzz"},"metadata":{"name":"fuzz"}}',
     b'{"metadata":{"name":"fuzz\\ud800"}}',
+    # managedFields keys are JSON too: a key of 5000 brackets once overflowed the stack.
+    b'{"metadata":{"name":"fuzz","managedFields":[{"manager":"m","operation":"Update",'
+    b'"apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"k:'
+    + b"[" * 5000
+    + b"]" * 5000
+    + b'":{}}}}]}}',
     b"\xef\xbb\xbf{}",
     b'{"a":"\xff"}',
     b"",

@@ -32,7 +32,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from taintplane.api.gofmt import go_json
+from taintplane.apiserver.body_limits import check_depth
 from taintplane.apiserver.patch import MERGE_KEYS, MERGE_PRIMITIVE_LISTS
 from taintplane.apiserver.typecheck import schemas
 
@@ -380,7 +383,11 @@ def _valid_path_element(key: str) -> bool:
     if prefix == "f":
         return True
     try:
-        value = json.loads(rest)
+        # orjson stops at 1024 levels in C, where json.loads would overflow Python's stack
+        # on a 3 MiB key of brackets; past MAX_DEPTH the key is no path element either
+        # (and stays parseable by the json.loads calls that read stored keys).
+        value = orjson.loads(rest)
+        check_depth(value, rest)
     except ValueError:
         return False
     if prefix == "k":
