@@ -31,7 +31,6 @@ from taintplane.controllers.replicaset_handlers import (
 )
 from taintplane.controllers.replicaset_pods import ReplicaSetPods
 from taintplane.controllers.replicaset_status import (
-    AVAILABILITY_SLACK,
     calculate_status,
     next_availability_check,
     omit_zero,
@@ -144,13 +143,7 @@ class ReplicaSetController(ReplicaSetHandlers):
         updated = await self._update_status(rs, status)
         status = updated.get("status") or {}
         if min_ready > 0 and status.get("readyReplicas", 0) != status.get("availableReplicas", 0):
-            due = counts.next_available_in(min_ready, now)
-            wait = (
-                float(min_ready)
-                if due is None
-                else min_ready - (now - due).total_seconds() + AVAILABILITY_SLACK
-            )
-            self.queue.add_after(key, wait)
+            self.queue.add_after(key, counts.next_check(min_ready, now))
         if error is not None:
             raise error
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from taintplane.api.selectors import LabelSelector
 from taintplane.client.informer import Informer, object_key
+from taintplane.controllers.replicaset_status import AVAILABILITY_SLACK
 from taintplane.controllers.workloads import (
     OWNER_INDEX,
     controller_ref,
@@ -55,11 +56,14 @@ class PodCounts:
             return self.ready
         return bisect.bisect_left(self.ready_since, now - timedelta(seconds=min_ready_seconds))
 
-    def next_available_in(self, min_ready_seconds: int, now: datetime) -> datetime | None:
-        """When the first Ready pod not yet available will have been ready long enough."""
-        cutoff = now - timedelta(seconds=min_ready_seconds)
-        at = bisect.bisect_left(self.ready_since, cutoff)
-        return self.ready_since[at] if at < len(self.ready_since) else None
+    def next_check(self, min_ready_seconds: int, now: datetime) -> float:
+        """Seconds until the first Ready pod not yet available becomes so
+        (``minReadySeconds`` when none is waiting), as ``next_availability_check``."""
+        at = bisect.bisect_left(self.ready_since, now - timedelta(seconds=min_ready_seconds))
+        if at == len(self.ready_since):
+            return float(min_ready_seconds)
+        waited = (now - self.ready_since[at]).total_seconds()
+        return min_ready_seconds - waited + AVAILABILITY_SLACK
 
     def apply(self, pod: dict[str, Any], sign: int) -> None:
         """Count ``pod`` in (``sign`` 1) or out (-1)."""
