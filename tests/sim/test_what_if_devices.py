@@ -73,8 +73,8 @@ def gpu_deployment(name: str, **pod_spec: Any) -> dict[str, Any]:
 
 
 async def build(client: Client, clock: VirtualClock) -> None:
-    """gpu-1 and gpu-2, two devices each (the driver's class); ``pinned`` may only run on
-    gpu-1, ``mobile`` prefers it; both start there."""
+    """gpu-1 (three devices) and gpu-2 (two), the driver's class; ``pinned`` may only run on
+    gpu-1, ``mobile`` prefers it, ``patient`` is a pod of its own on gpu-1; all start there."""
     template = {
         "metadata": {"name": "one-gpu", "namespace": "default"},
         "spec": {
@@ -87,11 +87,50 @@ async def build(client: Client, clock: VirtualClock) -> None:
     pinned = gpu_deployment("pinned", nodeSelector={"kubernetes.io/hostname": "gpu-1"})
     await client.create(DEPLOYMENTS, pinned, "default")
     await client.create(DEPLOYMENTS, gpu_deployment("mobile", affinity=PREFER_GPU_1), "default")
+    # A pod of its own (nothing replaces it) whose claim tolerates the taint for 60 s.
+    patient = {
+        "metadata": {"name": "patient", "namespace": "default"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpu",
+                        "exactly": {
+                            "deviceClassName": DRIVER,
+                            "tolerations": [
+                                {
+                                    "key": "overheating",
+                                    "operator": "Exists",
+                                    "effect": "NoExecute",
+                                    "tolerationSeconds": 60,
+                                }
+                            ],
+                        },
+                    }
+                ]
+            }
+        },
+    }
+    await client.create(CLAIMS, patient, "default")
+    pod = {
+        "metadata": {"name": "patient", "namespace": "default", "labels": {"app": "patient"}},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": "gpu-1"},
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "patient"}],
+            "containers": [
+                {"name": "c", "image": "nginx", "resources": {"claims": [{"name": "gpu"}]}}
+            ],
+        },
+    }
+    await client.create(PODS, pod, "default")
     await clock.advance(10)
 
 
 def nodes() -> list[NodeShape]:
-    return [NodeShape(n, devices=[DeviceSet(DRIVER, 2)]) for n in ("gpu-1", "gpu-2")]
+    return [
+        NodeShape("gpu-1", devices=[DeviceSet(DRIVER, 3)]),
+        NodeShape("gpu-2", devices=[DeviceSet(DRIVER, 2)]),
+    ]
 
 
 async def placements(client: Client) -> dict[str, tuple[str, list[str]]]:
@@ -160,6 +199,7 @@ def test_both_start_on_the_tainted_pool(world: dict[str, Any]) -> None:
     assert {app: node for app, (node, _) in world["before"].items()} == {
         "pinned": "gpu-1",
         "mobile": "gpu-1",
+        "patient": "gpu-1",
     }
 
 
@@ -171,9 +211,13 @@ def test_the_evictions_are_those_of_the_real_run(world: dict[str, Any]) -> None:
         if p.outcome == "evicted"
     }
     assert predicted == world["real"]["evicted"]
-    assert sorted(predicted.values()) == [0.0, 0.0]  # no toleration: at timeAdded
+    # Without a toleration at timeAdded; the patient claim's after its tolerationSeconds.
+    assert predicted == {
+        **{f"default/{p.name}": 0.0 for p in report.affected if p.name != "patient"},
+        "default/patient": 60.0,
+    }
     assert all("DeletionByDeviceTaintManager" in p.detail for p in report.affected)
-    assert report.devices == [(DRIVER, "gpu-1", "gpu-0"), (DRIVER, "gpu-1", "gpu-1")]
+    assert report.devices == [(DRIVER, "gpu-1", f"gpu-{i}") for i in range(3)]
 
 
 def test_replacements_go_where_they_went_and_pending_says_why(world: dict[str, Any]) -> None:
@@ -190,7 +234,8 @@ def test_replacements_go_where_they_went_and_pending_says_why(world: dict[str, A
 
 
 def test_the_default_window_covers_the_evictions(world: dict[str, Any]) -> None:
-    assert default_device_window(world["snapshot"], DevicePlan(RULE)) == 30 + 300
+    # The patient pod's 60 s, its grace period, and time for replacements.
+    assert default_device_window(world["snapshot"], DevicePlan(RULE)) == 60 + 30 + 300
 
 
 def test_the_cli_on_a_snapshot_file(world: dict[str, Any], tmp_path: Path) -> None:
@@ -221,9 +266,10 @@ def test_the_cli_on_a_snapshot_file(world: dict[str, Any], tmp_path: Path) -> No
     )
     assert lines[1] == (
         f"DeviceTaintRule taintplane-gpu.example.com-gpu-1-overheating: "
-        f"overheating=true:NoExecute on {DRIVER}/gpu-1/gpu-0, {DRIVER}/gpu-1/gpu-1"
+        f"overheating=true:NoExecute on {DRIVER}/gpu-1/gpu-0, {DRIVER}/gpu-1/gpu-1, "
+        f"{DRIVER}/gpu-1/gpu-2"
     )
     assert lines[-1] == (
-        "Summary: 2 device(s) selected, 2 pod(s) using them, 2 evicted; 2 pod(s) created, "
+        "Summary: 3 device(s) selected, 3 pod(s) using them, 3 evicted; 2 pod(s) created, "
         "1 scheduled (gpu-2: 1), 1 pending."
     )
