@@ -286,3 +286,27 @@ def test_a_deployment_collision_count_is_not_decremented(api):
     assert raised.status_code == 200, raised.text
     lowered = api.patch(f"{at}/status", json={"status": {"collisionCount": 1}}, headers=MERGE)
     assert _invalid(lowered) == ("status.collisionCount: Invalid value: 1: cannot be decremented")
+
+
+def test_pod_and_host_ips_are_validated(api):
+    at, _ = _create(api, "pods")
+    status = {
+        "podIP": "10.0.0.1",
+        "podIPs": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.1"}],
+        "hostIP": "192.168.0.1",
+        "hostIPs": [{"ip": "192.168.0.2"}, {"ip": "not-an-ip"}],
+    }
+    refused = api.patch(f"{at}/status", json={"status": status}, headers=MERGE)
+    assert _invalid(refused) == (
+        "[status.podIPs: Invalid value: "
+        '[{"ip":"10.0.0.1"},{"ip":"10.0.0.1"}]: may specify no more than one IP for each IP '
+        'family, status.podIPs[1]: Duplicate value: {"ip":"10.0.0.1"}, '
+        'status.hostIPs[0].ip: Invalid value: "192.168.0.2": must be equal to `hostIP`, '
+        'status.hostIPs[1]: Invalid value: "not-an-ip": must be a valid IP address, '
+        "(e.g. 10.9.8.7 or 2001:db8::ffff), "
+        'status.hostIPs: Invalid value: [{"ip":"192.168.0.2"},{"ip":"not-an-ip"}]: may '
+        "specify no more than one IP for each IP family]"
+    )
+    dual = {"podIP": "10.0.0.1", "podIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}]}
+    accepted = api.patch(f"{at}/status", json={"status": dual}, headers=MERGE)
+    assert accepted.status_code == 200, accepted.text

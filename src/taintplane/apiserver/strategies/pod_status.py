@@ -6,6 +6,7 @@ kept) are the base strategy's; this module adds the pod's own."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from taintplane.api import names
@@ -85,6 +86,19 @@ def validate_pod_status_update(new: dict[str, Any], old: dict[str, Any]) -> list
         spec.get("resourceClaims"),
         at.child("resourceClaimStatuses"),
     )
+    errors += _ips(status.get("podIPs"), old_status.get("podIPs"), at.child("podIPs"))
+    host_ips = _list(status.get("hostIPs"))
+    if host_ips:
+        first = _dict(host_ips[0]).get("ip")
+        if first != (status.get("hostIP") or ""):
+            errors.append(
+                FieldError.invalid(
+                    at.child("hostIPs").index(0).child("ip"), first, "must be equal to `hostIP`"
+                )
+            )
+        errors += _ips(
+            host_ips, old_status.get("hostIPs"), at.child("hostIPs"), duplicates_first=True
+        )
     for i, container in enumerate(_list(status.get("ephemeralContainerStatuses"))):
         if _dict(container).get("allocatedResourcesStatus"):
             errors.append(
@@ -169,3 +183,44 @@ def _claim_statuses(statuses: Any, claims: Any, path: Path) -> list[FieldError]:
                 for problem in names.is_dns1123_subdomain(claim_name)
             ]
     return errors
+
+
+def _ips(
+    entries: Any, old_entries: Any, path: Path, *, duplicates_first: bool = False
+) -> list[FieldError]:
+    """validatePodIPs / validateHostIPs: each a valid IP (one already stored may stay), at
+    most one per IP family, none twice (validateHostIPs reports the duplicates first)."""
+    listed = [_dict(e) for e in _list(entries)]
+    stored = {_dict(e).get("ip") for e in _list(old_entries)}
+    errors: list[FieldError] = []
+    families: list[int] = []
+    for i, entry in enumerate(listed):
+        ip = entry.get("ip")
+        try:
+            families.append(ipaddress.ip_address(str(ip)).version)
+        except ValueError:
+            families.append(0)
+            if ip not in stored:
+                errors.append(
+                    FieldError.invalid(
+                        path.index(i),
+                        ip if isinstance(ip, str) else "",
+                        "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+                    )
+                )
+    if len(listed) < 2:
+        return errors
+    family = []
+    if len(listed) > 2 or sorted(families) != [4, 6]:
+        family.append(
+            FieldError.invalid(
+                path, list(_list(entries)), "may specify no more than one IP for each IP family"
+            )
+        )
+    twice = []
+    seen: set[Any] = set()
+    for i, entry in enumerate(listed):
+        if entry.get("ip") in seen:
+            twice.append(FieldError.duplicate(path.index(i), entry))
+        seen.add(entry.get("ip"))
+    return errors + (twice + family if duplicates_first else family + twice)
