@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
 import shutil
@@ -87,3 +88,19 @@ def kubectl(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Kubec
     if shutil.which("kubectl") is None:  # pragma: no cover - CI installs it
         pytest.fail("kubectl is not on PATH; the CI image provides it")
     return Kubectl(cluster.kubeconfig_path, tmp_path_factory.mktemp("home"))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line for the coverage of the whole run (pyproject asks pytest-cov for no table;
+    `coverage report` prints it per file from the data this run saved)."""
+    plugin = terminalreporter.config.pluginmanager.getplugin("_cov")
+    controller = getattr(plugin, "cov_controller", None)
+    if controller is None or terminalreporter.config.option.collectonly:
+        return  # --no-cov, or nothing ran
+    total = controller.cov.report(file=io.StringIO(), output_format="total", ignore_errors=True)
+    if total is not None:
+        terminalreporter.write_line(
+            f"coverage: {total:.1f} % of taintplane's lines and branches "
+            "(`.venv/bin/python -m coverage report` lists them per file)"
+        )
