@@ -310,3 +310,13 @@ def test_pod_and_host_ips_are_validated(api):
     dual = {"podIP": "10.0.0.1", "podIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}]}
     accepted = api.patch(f"{at}/status", json={"status": dual}, headers=MERGE)
     assert accepted.status_code == 200, accepted.text
+
+
+def test_node_status_quantities_are_validated(api):
+    at, _ = _create(api, "nodes")
+    status = {"capacity": {"pods": "-1"}, "allocatable": {"example.com/gpu": "1500m"}}
+    refused = api.patch(f"{at}/status", json={"status": status}, headers=MERGE)
+    assert _invalid(refused) == (
+        '[status.capacity.pods: Invalid value: "-1": must be greater than or equal to 0, '
+        'status.allocatable.example.com/gpu: Invalid value: "1500m": must be an integer]'
+    )

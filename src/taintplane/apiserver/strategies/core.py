@@ -24,6 +24,10 @@ from taintplane.apiserver.strategies.rbac_validation import (
     validate_binding_update,
     validate_rules,
 )
+from taintplane.apiserver.strategies.resource_requirements import _quantities as quantities
+from taintplane.apiserver.strategies.resource_requirements import (
+    _quantity_errors as quantity_errors,
+)
 from taintplane.apiserver.strategies.runtimeclass_validation import validate_overhead
 
 __all__ = [
@@ -86,9 +90,14 @@ class NodeStrategy(Strategy):
         return errors + validate_node_taints(taints, Path.root("metadata", "taints"))
 
     def validate_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
-        """ValidateNodeUpdate: the node's rules, and no address reported twice."""
+        """ValidateNodeUpdate: the node's rules, valid capacity and allocatable quantities
+        (validateNodeResources), and no address reported twice."""
         errors = self.validate(new)
         status = new.get("status")
+        for key in ("capacity", "allocatable"):
+            resources = status.get(key) if isinstance(status, dict) else None
+            for name, text, amount in quantities(resources):
+                errors += quantity_errors(name, text, amount, Path.root("status", key, name))
         addresses = status.get("addresses") if isinstance(status, dict) else None
         seen: list[Any] = []
         for i, address in enumerate(addresses if isinstance(addresses, list) else []):
