@@ -202,7 +202,7 @@ def test_a_generated_claims_toleration_goes_in_its_template(cluster: Cluster) ->
         pod = make_pod("templated")
         pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpus"}]
         created = api.post("/api/v1/namespaces/default/pods", json=pod).json()
-        claim = {
+        claim: dict[str, Any] = {
             "metadata": {
                 "name": "templated-gpu-x7k2p",
                 "namespace": "default",

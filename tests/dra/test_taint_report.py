@@ -22,7 +22,7 @@ def slice_of(node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-CLASSES = {
+CLASSES: dict[str, Any] = {
     "big": {
         "spec": {
             "selectors": [
@@ -35,7 +35,7 @@ CLASSES = {
 
 
 def test_first_available_subrequests_taken_devices_and_rule_taints() -> None:
-    devices = [
+    devices: list[dict[str, Any]] = [
         {
             "name": "d0",
             "attributes": {"size": {"int": 2}},
