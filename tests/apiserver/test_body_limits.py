@@ -247,3 +247,21 @@ def test_parse_int64_takes_what_strconv_takes() -> None:
     for text in ("5_0", "٣", "0x10", "1e3", ""):
         with pytest.raises(APIError):
             parse_int64(text)
+
+
+def test_an_eviction_field_of_the_wrong_type_is_a_400(api: httpx.Client) -> None:
+    # Found by the fuzz suite: a 500 TypeError ('float' object is not iterable).
+    pod = {"metadata": {"name": "evictee"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    api.post("/api/v1/namespaces/default/pods", json=pod)
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "evictee"},
+        "deleteOptions": {"preconditions": 1.5},
+    }
+    response = api.post("/api/v1/namespaces/default/pods/evictee/eviction", json=eviction)
+    assert message(response, 400) == (
+        'Eviction in version "v1" cannot be handled as a Eviction: json: cannot unmarshal '
+        "number into Go struct field DeleteOptions.deleteOptions.preconditions of type "
+        "v1.Preconditions"
+    )

@@ -388,11 +388,33 @@ def calls(draw: st.DrawFn) -> Call:
     subresources = [s.name for s in resource.subresources if s.name in ("status",)]
     action = draw(
         st.sampled_from(
-            ["seed", "create", "update", "patch", "patch", "hostile", "list", "delete", "null"]
+            [
+                "seed",
+                "create",
+                "update",
+                "patch",
+                "patch",
+                "hostile",
+                "list",
+                "delete",
+                "null",
+                "subresource",
+                "review",
+            ]
         )
     )
     if action == "seed":
         return seed_call(resource, name)
+    if action == "subresource":
+        return draw(subresource_calls(name))
+    if action == "review":
+        review = draw(st.sampled_from(REVIEWS))
+        review_body = (
+            draw(objects(review))
+            if typecheck.schemas()["kinds"].get(f"{review.group}/{review.version}/{review.kind}")
+            else {"spec": draw(JSON_LEAVES)}
+        )
+        return Call("POST", collection(review), {}, "application/json", to_json(review_body))
     if action == "create":
         as_yaml = draw(st.booleans())
         return Call(
@@ -466,6 +488,64 @@ def calls(draw: st.DrawFn) -> Call:
     path_fields = draw(st.sampled_from(lists)) if lists else ("metadata", "finalizers")
     body = with_null_list(resource, path_fields, name)
     return Call("POST", base, {}, "application/json", to_json(body))
+
+
+POD = next(r for r in SCHEME if r.plural == "pods" and not r.group)
+EVICTION = {"apiVersion": "policy/v1", "kind": "Eviction"}
+BINDING = {"apiVersion": "v1", "kind": "Binding", "target": {"kind": "Node", "name": "fuzz"}}
+
+
+@st.composite
+def subresource_calls(draw: st.DrawFn, name: str) -> Call:
+    """Bindings, evictions, scales and namespace finalizers, well-formed or not."""
+    pods = collection(POD)
+    kind = draw(st.sampled_from(["binding", "eviction", "scale", "finalize", "bindings"]))
+    method = draw(st.sampled_from(["POST", "PUT", "PATCH", "GET", "DELETE"]))
+    junk = draw(st.dictionaries(ODD_STRINGS, JSON_LEAVES, max_size=2))
+    if kind == "binding":
+        body: Any = {**BINDING, "metadata": {"name": draw(st.sampled_from([name, "other"]))}}
+        return Call(method, f"{pods}/{name}/binding", {}, "application/json", to_json(body | junk))
+    if kind == "bindings":
+        body = {**BINDING, "metadata": {"name": name}, **junk}
+        return Call(
+            "POST",
+            f"/api/v1/namespaces/{NAMESPACE}/bindings",
+            {},
+            "application/json",
+            to_json(body),
+        )
+    if kind == "eviction":
+        body = {
+            **EVICTION,
+            "metadata": {"name": name},
+            "deleteOptions": draw(
+                JSON_LEAVES
+                | st.dictionaries(
+                    st.sampled_from(["gracePeriodSeconds", "dryRun", "preconditions"]),
+                    JSON_LEAVES,
+                    max_size=2,
+                )
+            ),
+        }
+        return Call(method, f"{pods}/{name}/eviction", {}, "application/json", to_json(body))
+    if kind == "scale":
+        workload = draw(st.sampled_from(["deployments", "replicasets"]))
+        path = f"/apis/apps/v1/namespaces/{NAMESPACE}/{workload}/{name}/scale"
+        body = {
+            "apiVersion": "autoscaling/v1",
+            "kind": "Scale",
+            "metadata": {"name": name},
+            "spec": {"replicas": draw(JSON_LEAVES | ODD_INTS)},
+        }
+        content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
+        return Call(method, path, {}, content_type, to_json(body))
+    body = {
+        "metadata": {"name": name},
+        "spec": {"finalizers": draw(st.lists(ODD_STRINGS, max_size=2))},
+    }
+    return Call(
+        method, f"/api/v1/namespaces/{name}/finalize", {}, "application/json", to_json(body)
+    )
 
 
 # ---- checks ------------------------------------------------------------------------------
