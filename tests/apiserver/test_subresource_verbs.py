@@ -234,3 +234,29 @@ def test_a_scale_update_names_its_workload_and_may_pin_its_uid(api):
     assert api.get(f"{deployments}/sc").json()["spec"]["replicas"] == 1
     ok = api.put(scale, json={"metadata": {"name": "sc", "uid": uid}, "spec": {"replicas": 3}})
     assert ok.status_code == 200, ok.text
+
+
+@pytest.mark.parametrize("subresource", ["", "/status"])
+def test_a_write_cannot_move_its_object(api, subresource):
+    """handlers/update.go and patch.go: EnsureObjectNamespaceMatchesRequestNamespace, then
+    checkName, on the object to write (the patched one for a patch)."""
+    pod = _pod(api)
+    at = f"{PODS}/{pod['metadata']['name']}{subresource}"
+    merge = {"Content-Type": "application/merge-patch+json"}
+    renamed = api.patch(at, json={"metadata": {"name": "elsewhere"}}, headers=merge)
+    assert renamed.status_code == 400, renamed.text
+    assert renamed.json()["message"] == (
+        f"the name of the object (elsewhere) does not match the name on the URL "
+        f"({pod['metadata']['name']})"
+    )
+    moved = api.patch(at, json={"metadata": {"namespace": "kube-system"}}, headers=merge)
+    wrong_namespace = (
+        "the namespace of the provided object does not match the namespace sent on the request"
+    )
+    assert moved.status_code == 400
+    assert moved.json()["message"] == wrong_namespace
+    body = {**pod, "metadata": {**pod["metadata"], "namespace": "kube-system"}}
+    put = api.put(at, json=body)
+    assert put.status_code == 400
+    assert put.json()["message"] == wrong_namespace
+    assert api.get(f"{PODS}/{pod['metadata']['name']}").json() == pod

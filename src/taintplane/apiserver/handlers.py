@@ -421,6 +421,10 @@ class ResourceHandlers:
 
         def mutate(current: dict[str, Any]) -> dict[str, Any]:
             patched[:] = [apply_patch(content_type, current, patch)]
+            # handlers/patch.go applyPatch: the patched object is still the URL's.
+            check_update_name(
+                patched[0], info.name, info.namespace, namespaced=info.resource.namespaced
+            )
             return patched[0]
 
         try:
@@ -452,7 +456,7 @@ class ResourceHandlers:
         change: Callable[[dict[str, Any]], dict[str, Any]]
         if verb == "update":
             body = self._require_object(await self._body(request))
-            check_update_name(body, info.name)
+            check_update_name(body, info.name, info.namespace, namespaced=True)
 
             def replace(_: dict[str, Any]) -> dict[str, Any]:
                 return body

@@ -219,7 +219,7 @@ class Registry(RegistryReads):
     ) -> dict[str, Any]:
         new: dict[str, Any] = clone(body)
         check_type(resource, new, field_validation, notes=notes)
-        check_update_name(new, name)
+        check_update_name(new, name, namespace, namespaced=resource.namespaced)
         precondition = meta(new).get("resourceVersion") or None
         while True:
             old = await self.get(resource, namespace, name)
@@ -589,9 +589,23 @@ class Registry(RegistryReads):
         )
 
 
-def check_update_name(body: dict[str, Any], name: str) -> None:
-    """The update handler's checkName: the body names the object of the URL."""
+def check_update_name(
+    body: dict[str, Any], name: str, namespace: str = "", *, namespaced: bool = False
+) -> None:
+    """The update and patch handlers' identity checks on the object to write, in their
+    order: EnsureObjectNamespaceMatchesRequestNamespace (a namespace left out is the
+    request's; a cluster-scoped object has none), then checkName (the body names the
+    object of the URL)."""
     metadata = body.get("metadata")
+    if isinstance(metadata, dict):
+        body_namespace = metadata.get("namespace")
+        if not namespaced:
+            metadata.pop("namespace", None)
+        elif body_namespace and body_namespace != namespace:
+            raise APIError.bad_request(
+                "the namespace of the provided object does not match the namespace sent on "
+                "the request"
+            )
     body_name = metadata.get("name") if isinstance(metadata, dict) else None
     if not body_name:
         raise APIError.bad_request(
