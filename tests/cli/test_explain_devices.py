@@ -248,3 +248,42 @@ def test_a_generated_claims_toleration_goes_in_its_template(cluster: Cluster) ->
         '  gpu-1: ResourceClaimTemplate default/gpus request gpu: {"key": "overheating", '
         '"operator": "Exists", "effect": "NoExecute"}'
     ) in explain(cluster, "templated").splitlines()
+
+
+def test_an_allocated_claim_names_the_devices_other_nodes_cannot_reach(cluster: Cluster) -> None:
+    with httpx.Client(base_url=cluster.url) as api:
+        claim_pod(api, "holder")
+        pod = api.get("/api/v1/namespaces/default/pods/holder").json()
+        url = f"{DRA}/namespaces/default/resourceclaims/holder"
+        claim = api.get(url).json()
+        claim["metadata"]["finalizers"] = ["resource.kubernetes.io/delete-protection"]
+        claim = api.put(url, json=claim).json()
+        on_gpu_2 = {"key": "metadata.name", "operator": "In", "values": ["gpu-2"]}
+        claim["status"] = {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "gpu", "driver": DRIVER, "pool": "gpu-2", "device": "gpu-0"}
+                    ]
+                },
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [on_gpu_2]}]},
+            },
+            "reservedFor": [{"resource": "pods", "name": "holder", "uid": pod["metadata"]["uid"]}],
+        }
+        response = api.put(f"{url}/status", json=claim)
+        assert response.status_code == 200, response.text
+    report = json.loads(explain(cluster, "holder", "-o", "json"))
+    rows = {row["node"]: row for row in report["nodes"]}
+    assert rows["gpu-1"]["failures"] == [
+        {
+            "plugin": "DynamicResources",
+            "reason": "resourceclaim not available on the node",
+            "detail": "claim default/holder is allocated (gpu.example.com/gpu-2/gpu-0) for "
+            "other nodes",
+        }
+    ]
+    assert rows["gpu-1"]["deviceTolerations"] == []
+    # Its devices are on gpu-2, whose own taint a pod toleration answers.
+    assert rows["gpu-2"]["tolerations"] == [
+        {"key": "maintenance", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}
+    ]

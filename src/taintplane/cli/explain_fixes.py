@@ -15,7 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from taintplane.dra.claims import POD_CLAIM_NAME_ANNOTATION, allocated_devices
+from taintplane.api.nodeaffinity import term_matches
+from taintplane.dra.claims import (
+    POD_CLAIM_NAME_ANNOTATION,
+    allocated_devices,
+    allocation_of,
+    devices_of,
+    kobj,
+)
 from taintplane.dra.devices import rule_taints
 from taintplane.dra.taint_report import BlockedRequest, blocked_requests, toleration_for
 from taintplane.scheduler.framework import Code, CycleState, Status
@@ -79,7 +86,7 @@ def _blocked(view: Scheduler, state: CycleState, node: NodeInfo) -> list[Blocked
 def device_detail(view: Scheduler, state: CycleState, node: NodeInfo) -> str:
     """For each request of the pod's claims to allocate: the node's matching free devices,
     and the device taints that keep them from it (each with its devices)."""
-    parts = []
+    parts = _allocated_elsewhere(state, node)
     for request in _blocked(view, state, node):
         text = (
             f"claim {request.claim} request {request.request}: {request.candidates} matching "
@@ -95,6 +102,22 @@ def device_detail(view: Scheduler, state: CycleState, node: NodeInfo) -> str:
             text += f", {request.usable} untainted; untolerated device taints: {taints}"
         parts.append(text)
     return "; ".join(parts)
+
+
+def _allocated_elsewhere(state: CycleState, node: NodeInfo) -> list[str]:
+    """The pod's allocated claims whose devices this node cannot reach."""
+    dra = state.data.get(names.DYNAMIC_RESOURCES)
+    claims: list[dict[str, Any]] = list(getattr(dra, "claims", []) or [])
+    selectors: dict[int, dict[str, Any]] = dict(getattr(dra, "node_selectors", {}) or {})
+    out = []
+    for index, selector in sorted(selectors.items()):
+        terms = selector.get("nodeSelectorTerms") or []
+        if any(term_matches(t, node.labels, node.name) for t in terms):
+            continue
+        claim = claims[index]
+        held = ", ".join("/".join(d) for d in devices_of(allocation_of(claim) or {}))
+        out.append(f"claim {kobj(claim)} is allocated ({held}) for other nodes")
+    return out
 
 
 def _templates(pod: Mapping[str, Any]) -> dict[str, str]:
