@@ -5,12 +5,14 @@ upstream's 403 messages for the rest."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from taintplane.admission.chain import UserInfo
 from taintplane.apiserver.app import APIServer
@@ -418,3 +420,35 @@ def test_every_reference_of_its_pods(tmp_path: Path) -> None:
         )
 
     run(tmp_path, scenario)
+
+
+def test_csinodes_by_its_own_name(tmp_path: Path) -> None:
+    async def scenario(call: Call) -> None:
+        csinodes = "/apis/storage.k8s.io/v1/csinodes"
+        # Its own: authorized (taintplane serves no CSINodes: 404); another's: 403.
+        assert (await call("GET", f"{csinodes}/node-1")).status_code == 404
+        assert refusal(await call("GET", f"{csinodes}/node-2"))[1].endswith(
+            "can only access CSINode with the same name as the requesting node"
+        )
+        assert refusal(await call("GET", csinodes))[1].endswith(
+            "can only get, create, update, patch, or delete a CSINode"
+        )
+
+    run(tmp_path, scenario)
+
+
+def test_the_missing_relation_is_logged_as_upstream(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Upstream returns only "no relationship found …" and logs the graph's finding (V(2)).
+    async def scenario(call: Call) -> None:
+        await call("GET", f"{PODS}/nobody")
+        await call("GET", f"{PODS}/theirs")
+
+    with caplog.at_level(logging.DEBUG, logger="taintplane.apiserver.auth.node"):
+        run(tmp_path, scenario)
+    assert [r.getMessage() for r in caplog.records if r.name.endswith("auth.node")] == [
+        "NODE DENY: node 'node-1' cannot get unknown pod default/nobody",
+        "NODE DENY: node 'node-1' cannot get pod default/theirs, no relationship to this object "
+        "was found in the node authorizer graph",
+    ]
