@@ -1,5 +1,6 @@
 """The pod garbage collector on virtual time: orphans after the quarantine with the exact
-condition, the terminated-pod threshold and unscheduled terminating pods."""
+condition, the terminated-pod threshold, terminating pods on out-of-service nodes and
+unscheduled terminating pods."""
 
 from __future__ import annotations
 
@@ -137,5 +138,41 @@ def test_unscheduled_terminating_pod_is_failed_and_force_deleted(tmp_path: Path)
         assert "conditions" not in pod["status"] or not any(
             c["type"] == "DisruptionTarget" for c in pod["status"]["conditions"]
         )
+
+    run(tmp_path, scenario)
+
+
+def test_terminating_pods_on_a_not_ready_out_of_service_node_are_force_deleted(
+    tmp_path: Path,
+) -> None:
+    out_of_service = [
+        {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
+    ]
+
+    async def scenario(sim: Sim) -> None:
+        await sim.create_node(make_node("down", taints=out_of_service))  # no Ready condition
+        ready = make_node("ready", taints=out_of_service)
+        ready["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+        await sim.create_node(ready)
+        await sim.create_node(make_node("untainted"))
+        for node in ("down", "ready", "untainted"):
+            await sim.create_pod(kept(make_pod(f"on-{node}", node_name=node)))
+            await set_status(sim, f"on-{node}", {"phase": "Running"})
+        await sim.create_pod(kept(make_pod("running-on-down", node_name="down")))
+        await sim.advance_to(1)
+        for node in ("down", "ready", "untainted"):
+            await sim.client.delete(PODS, f"on-{node}", "default")
+        await sim.advance_to(19.9)
+        assert (await sim.pod("on-down") or {})["status"]["phase"] == "Running"
+        await sim.advance_to(20)
+        pod = await sim.pod("on-down")
+        assert pod is not None
+        assert pod["status"]["phase"] == "Failed"
+        assert pod["metadata"]["deletionGracePeriodSeconds"] == 0
+        for name in ("on-ready", "on-untainted"):
+            pod = await sim.pod(name)
+            assert pod is not None
+            assert pod["metadata"]["deletionGracePeriodSeconds"] == 30
+        assert await sim.deletion("running-on-down") is None  # not terminating: left alone
 
     run(tmp_path, scenario)

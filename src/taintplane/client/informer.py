@@ -99,6 +99,15 @@ class Informer:
         bucket = self._indexes[name].get(value)
         return list(bucket.values()) if bucket else []
 
+    def index_values(self, name: str) -> list[str]:
+        """Every value some cached object is filed under (client-go's ``ListIndexFuncValues``)."""
+        return list(self._indexes[name])
+
+    def index_count(self, name: str, value: str) -> int:
+        """How many cached objects are filed under ``value``, without listing them."""
+        bucket = self._indexes[name].get(value)
+        return len(bucket) if bucket else 0
+
     def get(self, key: str) -> dict[str, Any] | None:
         return self.cache.get(key)
 

@@ -41,6 +41,10 @@ NODES = resource("", "v1", "nodes")
 GC_CHECK_PERIOD = 20.0
 QUARANTINE_TIME = 40.0
 CONDITION_REASON = "DeletionByPodGC"
+#: The pods informer's indexes this collector adds (and the one value each files under).
+TERMINATED_INDEX = "podgc:terminated"
+UNSCHEDULED_TERMINATING = "podgc:unscheduled-terminating"
+NODE_INDEX = "node"
 CONDITION_MESSAGE = "PodGC: node no longer exists"
 
 
@@ -84,6 +88,17 @@ def _eviction_then_age(pod: dict[str, Any]) -> tuple[bool, str, str]:
     return (not evicted, str(meta.get("creationTimestamp", "")), str(meta["name"]))
 
 
+def _terminated_index(pod: dict[str, Any]) -> list[str]:
+    return [TERMINATED_INDEX] if is_terminated(pod) else []
+
+
+def _unscheduled_terminating_index(pod: dict[str, Any]) -> list[str]:
+    unscheduled = not (pod.get("spec") or {}).get("nodeName")
+    if unscheduled and pod["metadata"].get("deletionTimestamp"):
+        return [UNSCHEDULED_TERMINATING]
+    return []
+
+
 def _node_ready(node: dict[str, Any]) -> bool:
     for condition in (node.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Ready":
@@ -116,6 +131,20 @@ class PodGCController:
         #: That queue's metrics: a node is added to it when its quarantine ends, which is at
         #: the start of a pass (the pass it is checked in) under virtual time.
         self.node_queue_metrics = QueueMetrics(clock, "orphaned_pods_nodes")
+        # Indexes, so that a pass costs what there is to collect, not one visit per pod.
+        for name, func in (
+            (TERMINATED_INDEX, _terminated_index),
+            (UNSCHEDULED_TERMINATING, _unscheduled_terminating_index),
+        ):
+            if not self.pods.has_index(name):
+                self.pods.add_index(name, func)
+        #: Nodes with the out-of-service taint (kept from node events).
+        self.out_of_service: set[str] = set()
+        self.nodes.add_handlers(
+            self._node_seen,
+            lambda _old, new: self._node_seen(new),
+            lambda node: self.out_of_service.discard(node["metadata"]["name"]),
+        )
 
     async def run(self) -> None:
         while True:
@@ -128,15 +157,29 @@ class PodGCController:
             await self.clock.sleep(self.period)
 
     async def gc(self) -> None:
-        pods = list(self.pods.cache.values())
-        if self.threshold > 0:
-            await self._gc_terminated(pods)
-        await self._gc_terminating(pods)
-        await self._gc_orphaned(pods)
-        await self._gc_unscheduled_terminating(pods)
+        """One pass. What each step considers is taken from the indexes at the start, as
+        upstream lists the pods once per pass; none walks every pod."""
+        terminated = self._terminated() if self.threshold > 0 else []
+        terminating = self._terminating_out_of_service()
+        on_missing_nodes = {
+            node: self.pods.by_index(NODE_INDEX, node)
+            for node in self.pods.index_values(NODE_INDEX)
+            if self.nodes.get(node) is None
+        }
+        unscheduled = self.pods.by_index(UNSCHEDULED_TERMINATING, UNSCHEDULED_TERMINATING)
+        if terminated:
+            await self._gc_terminated(terminated)
+        await self._delete_all(terminating, "out-of-service")
+        await self._gc_orphaned(on_missing_nodes)
+        await self._delete_all(unscheduled, "unscheduled")
 
-    async def _gc_terminated(self, pods: list[dict[str, Any]]) -> None:
-        terminated = [p for p in pods if is_terminated(p)]
+    def _terminated(self) -> list[dict[str, Any]]:
+        """The terminated pods when there are more than the threshold (none otherwise)."""
+        if self.pods.index_count(TERMINATED_INDEX, TERMINATED_INDEX) <= self.threshold:
+            return []
+        return self.pods.by_index(TERMINATED_INDEX, TERMINATED_INDEX)
+
+    async def _gc_terminated(self, terminated: list[dict[str, Any]]) -> None:
         excess = len(terminated) - self.threshold
         if excess <= 0:
             return
@@ -144,31 +187,37 @@ class PodGCController:
         terminated.sort(key=_eviction_then_age)
         await self._delete_all(terminated[:excess], "terminated")
 
-    async def _gc_terminating(self, pods: list[dict[str, Any]]) -> None:
+    def _terminating_out_of_service(self) -> list[dict[str, Any]]:
+        """Terminating pods on a node that is not Ready and is tainted out-of-service."""
         doomed = []
-        for pod in pods:
-            if not pod["metadata"].get("deletionTimestamp"):
+        for name in self.out_of_service:
+            node = self.nodes.get(name)
+            if node is None or _node_ready(node):
                 continue
-            node = self.nodes.get(str((pod.get("spec") or {}).get("nodeName") or ""))
-            if node is None:
-                continue
-            taints = (node.get("spec") or {}).get("taints") or []
-            out_of_service = any(t.get("key") == TAINT_NODE_OUT_OF_SERVICE for t in taints)
-            if out_of_service and not _node_ready(node):
-                doomed.append(pod)
+            doomed += [
+                p
+                for p in self.pods.by_index(NODE_INDEX, name)
+                if p["metadata"].get("deletionTimestamp")
+            ]
         doomed.sort(key=_eviction_then_age)
-        await self._delete_all(doomed, "out-of-service")
+        return doomed
 
-    async def _gc_orphaned(self, pods: list[dict[str, Any]]) -> None:
-        existing = set(self.nodes.cache)
+    def _node_seen(self, node: dict[str, Any]) -> None:
+        name = node["metadata"]["name"]
+        taints = (node.get("spec") or {}).get("taints") or []
+        if any(t.get("key") == TAINT_NODE_OUT_OF_SERVICE for t in taints):
+            self.out_of_service.add(name)
+        else:
+            self.out_of_service.discard(name)
+
+    async def _gc_orphaned(self, on_missing_nodes: dict[str, list[dict[str, Any]]]) -> None:
         now = self.clock.now()
         ready_at = now + timedelta(seconds=self.quarantine_time)
-        for pod in pods:
-            node = (pod.get("spec") or {}).get("nodeName")
-            if node and node not in existing:
-                # A delaying queue keeps the earliest instant an item was asked for.
-                self.quarantine[node] = min(self.quarantine.get(node, ready_at), ready_at)
-                self.node_queue_metrics.retry()  # each AddAfter counts
+        for node, pods in on_missing_nodes.items():
+            # A delaying queue keeps the earliest instant an item was asked for.
+            self.quarantine[node] = min(self.quarantine.get(node, ready_at), ready_at)
+            for _ in pods:
+                self.node_queue_metrics.retry()  # each AddAfter (one per pod) counts
         deleted: set[str] = set()
         for node, due in list(self.quarantine.items()):
             if due > now:
@@ -177,7 +226,7 @@ class PodGCController:
             self.node_queue_metrics.add(node)
             self.node_queue_metrics.get(node)
             try:
-                await self._check_quarantined(node, existing, deleted)
+                await self._check_quarantined(node, deleted)
             finally:
                 self.node_queue_metrics.done(node)
         condition = {
@@ -186,7 +235,7 @@ class PodGCController:
             "reason": CONDITION_REASON,
             "message": CONDITION_MESSAGE,
         }
-        orphans = [p for p in pods if (p.get("spec") or {}).get("nodeName") in deleted]
+        orphans = [p for node in deleted for p in on_missing_nodes.get(node, [])]
         await self._delete_all(orphans, "orphaned", condition)
 
     @staticmethod
@@ -198,8 +247,8 @@ class PodGCController:
             return {**condition, "observedGeneration": generation}
         return condition
 
-    async def _check_quarantined(self, node: str, existing: set[str], deleted: set[str]) -> None:
-        if node in existing:
+    async def _check_quarantined(self, node: str, deleted: set[str]) -> None:
+        if self.nodes.get(node) is not None:
             return
         try:
             await self.client.get(NODES, node)
@@ -208,14 +257,6 @@ class PodGCController:
                 deleted.add(node)
             else:  # the node is queued again next pass if pods still name it
                 log.error("Error while getting node %s: %s", node, error)
-
-    async def _gc_unscheduled_terminating(self, pods: list[dict[str, Any]]) -> None:
-        doomed = [
-            p
-            for p in pods
-            if p["metadata"].get("deletionTimestamp") and not (p.get("spec") or {}).get("nodeName")
-        ]
-        await self._delete_all(doomed, "unscheduled")
 
     async def _delete_all(
         self, pods: list[dict[str, Any]], reason: str, condition: dict[str, Any] | None = None
