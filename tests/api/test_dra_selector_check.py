@@ -108,3 +108,14 @@ def test_a_syntax_error_is_a_compilation_failure() -> None:
     assert problem is not None
     assert problem.startswith("compilation failed: ERROR: <input>:1:19: Syntax error: ")
     assert "\n | device.attributes[\n | ..................^" in problem
+
+
+@pytest.mark.parametrize(
+    ("expression", "column"),
+    [("cel.bind(a.b, 1, a.b)", 11), ("cel.bind(1, 2, true)", 10)],
+)
+def test_a_bind_needs_a_plain_variable_name(expression: str, column: int) -> None:
+    assert selector_problem(expression) == (
+        f"compilation failed: ERROR: <input>:1:{column}: cel.bind() variable names must be "
+        f"simple identifiers\n | {expression}\n | " + "." * (column - 1) + "^"
+    )

@@ -162,6 +162,9 @@ class _Checker:
         self.at = 0
         self.scopes: list[str] = []
         self.errors: list[tuple[int, str]] = []
+        #: Macro errors: cel-go reports them when parsing, before (and without) any
+        #: type-checking error.
+        self.parse_errors: list[tuple[int, str]] = []
 
     def peek(self, ahead: int = 0) -> _Token:
         return self.tokens[min(self.at + ahead, len(self.tokens) - 1)]
@@ -263,6 +266,22 @@ class _Checker:
             return None
         return _MEMBER_RESULTS.get(name)
 
+    def bind_variable(self) -> str:
+        """``cel.bind``'s first argument, which must be a plain identifier (cel-go's macro
+        error otherwise, at the argument's own position: a selection's last dot)."""
+        if self.peek().kind == "ident" and self.peek(1).text == ",":
+            return self.take().text
+        first, depth, at = self.peek(), 0, None
+        start = self.at
+        self.expr()
+        for token in self.tokens[start : self.at]:
+            depth += token.text in ("(", "[", "{", "[?") or -(token.text in (")", "]", "}"))
+            if depth == 0 and token.text in (".", ".?"):
+                at = token.offset
+        message = "cel.bind() variable names must be simple identifiers"
+        self.parse_errors.append((first.offset if at is None else at, message))
+        return ""
+
     def macro_variable(self) -> str | None:
         if self.peek().kind == "ident" and self.peek(1).text == ",":
             name = self.take().text
@@ -360,7 +379,7 @@ class _Checker:
             self.take(".")
             self.take("bind")
             self.take("(")
-            variable = self.take().text
+            variable = self.bind_variable()
             self.take(",")
             self.expr()
             self.take(",")
@@ -400,6 +419,8 @@ def _type_problem(expression: str) -> str | None:
         result = checker.check()
     except (_Unparsable, IndexError):
         return None
+    if checker.parse_errors:
+        checker.errors = checker.parse_errors
     if checker.errors:
         lines = []
         for offset, message in sorted(checker.errors):
