@@ -452,3 +452,25 @@ def test_the_missing_relation_is_logged_as_upstream(
         "NODE DENY: node 'node-1' cannot get pod default/theirs, no relationship to this object "
         "was found in the node authorizer graph",
     ]
+
+
+def test_a_data_dir_from_before_loses_the_nodes_group_binding(tmp_path: Path) -> None:
+    binding_path = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/system:node"
+    old = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}]
+
+    async def before(call: Call) -> None:
+        binding = (await call("GET", binding_path, token=ADMIN)).json()
+        binding["subjects"] = old  # as taintplane bound it before it had a Node authorizer
+        assert (await call("PUT", binding_path, binding, ADMIN)).status_code == 200
+        assert (await call("GET", "/api/v1/pods")).status_code == 200  # RBAC let it list
+
+    async def after(call: Call) -> None:
+        assert "subjects" not in (await call("GET", binding_path, token=ADMIN)).json()
+        assert (await call("GET", "/api/v1/pods")).status_code == 403
+
+    async def main() -> None:
+        for scenario in (before, after):  # the second start bootstraps the same store again
+            async with _api(tmp_path) as call:
+                await scenario(call)
+
+    asyncio.run(main())

@@ -99,6 +99,7 @@ class Guard:
                 except APIError as error:
                     if error.code != 409:
                         raise
+        await _unbind_nodes_group(registry, scheme)
 
     def authenticate(self, request: Request) -> UserInfo:
         trusted = request.scope.get(SCOPE_USER)
@@ -203,6 +204,32 @@ class Guard:
         finally:
             CURRENT_REQUEST.reset(asked)
             CURRENT_USER.reset(token)
+
+
+#: What taintplane bound ``system:node`` to before it had a Node authorizer.
+_OLD_NODE_SUBJECTS = [
+    {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}
+]
+
+
+async def _unbind_nodes_group(registry: Registry, scheme: Scheme) -> None:
+    """A data directory from before the Node authorizer has ``system:node`` bound to every
+    node (taintplane's own former deviation): that binding gave a node every pod and node, so
+    it goes, unless an administrator changed it (no ``autoupdate``, or other subjects)."""
+    bindings = scheme.by_kind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding")
+    assert bindings is not None
+    try:
+        binding = await registry.get(bindings, "", "system:node")
+    except APIError:
+        return
+    annotations = binding["metadata"].get("annotations") or {}
+    if (
+        binding.get("subjects") != _OLD_NODE_SUBJECTS
+        or annotations.get("rbac.authorization.kubernetes.io/autoupdate") != "true"
+    ):
+        return
+    del binding["subjects"]
+    await registry.update(bindings, "", "system:node", binding)
 
 
 def _service_account(username: str) -> tuple[str, str] | None:
