@@ -192,7 +192,12 @@ def _check_namespace_name(namespace: str) -> None:
 
 @click.group("dedicate")
 def dedicate_group() -> None:
-    """Dedicate nodes to a namespace (seed 000's recipe)."""
+    """Dedicate nodes to a namespace: only its pods may land there, and they land nowhere else.
+
+    \b
+    Example:
+      taintplane dedicate nodes foo bar baz --to-namespace banana
+    """
 
 
 @dedicate_group.command("nodes")
@@ -208,7 +213,13 @@ def dedicate_group() -> None:
 def dedicate_nodes_command(
     names: tuple[str, ...], namespace: str, evict: bool, kubeconfig: str | None
 ) -> None:
-    """Taint and label NAMES for NAMESPACE, and make its pods tolerate and select them."""
+    """Taint and label NAMES for NAMESPACE, and make its pods tolerate and select them.
+
+    \b
+    Examples:
+      taintplane dedicate nodes foo bar baz --to-namespace banana
+      taintplane dedicate nodes gpu-1 --to-namespace ml --evict
+    """
     _check_namespace_name(namespace)
     target = load_target(kubeconfig)
     effect = "NoExecute" if evict else "NoSchedule"
