@@ -14,15 +14,33 @@ __all__ = ["policy_group"]
 
 @click.group("policy")
 def policy_group() -> None:
-    """Questions about what the admission configuration allows."""
+    """Questions about what the admission configuration allows.
+
+    \b
+    Example:
+      taintplane policy who-can-land foo
+    """
 
 
 @policy_group.command("who-can-land")
 @click.argument("node")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: one line per namespace; json: the whole report, for scripts.",
+)
 @kubeconfig_option
 def who_can_land_command(node: str, output: str, kubeconfig: str | None) -> None:
-    """For every namespace: can its pods land on NODE, and why (not)."""
+    """For every namespace: can its pods land on NODE, and why (not).
+
+    \b
+    Examples:
+      taintplane policy who-can-land foo
+      taintplane policy who-can-land foo -o json
+    """
     report = admin_call(kubeconfig, "GET", f"policy/who-can-land/{node}")
     if output == "json":
         click.echo(json.dumps(report, indent=2))
