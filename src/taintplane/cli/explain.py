@@ -239,18 +239,36 @@ def _fixes(rows: list[dict[str, Any]]) -> list[str]:
 
 @click.group("explain")
 def explain_command() -> None:
-    """Explain scheduling decisions."""
+    """Explain scheduling decisions.
+
+    \b
+    Example:
+      taintplane explain pod web-0 -n shop
+    """
 
 
 @explain_command.command("pod")
 @click.argument("name")
 @click.option("-n", "--namespace", default=None, help="Namespace (default: the kubeconfig's).")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: one line per node; json: the whole report, for scripts.",
+)
 @click.option("--kubeconfig", default=None, help="Path to the kubeconfig (default: $KUBECONFIG).")
 def explain_pod_command(
     name: str, namespace: str | None, output: str, kubeconfig: str | None
 ) -> None:
-    """For every node: fits or not, which plugin decided, why, and what would fix it."""
+    """For every node: fits or not, which plugin decided, why, and what would fix it.
+
+    \b
+    Examples:
+      taintplane explain pod web-0 -n shop
+      taintplane explain pod web-0 -n shop -o json
+    """
     target = load_target(kubeconfig)
 
     async def run() -> dict[str, Any]:
