@@ -273,3 +273,29 @@ def test_the_cli_on_a_snapshot_file(world: dict[str, Any], tmp_path: Path) -> No
         "Summary: 3 device(s) selected, 3 pod(s) using them, 3 evicted; 2 pod(s) created, "
         "1 scheduled (gpu-2: 1), 1 pending."
     )
+
+
+def test_the_cli_with_a_rule_file_as_json(world: dict[str, Any], tmp_path: Path) -> None:
+    import json
+
+    import yaml
+
+    path = tmp_path / "snapshot.yaml"
+    path.write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": world["snapshot"]})
+    )
+    rule = tmp_path / "rule.yaml"
+    rule.write_text(yaml.safe_dump(RULE))
+    args = ["what-if", "taint", "devices", "-f", str(rule), "overheating:NoSchedule"]
+    result = CliRunner().invoke(cli, [*args, "--snapshot", str(path), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["rule"]["spec"]["taint"] == {"key": "overheating", "effect": "NoSchedule"}
+    assert report["devices"] == [f"{DRIVER}/gpu-1/gpu-{i}" for i in range(3)]
+    assert {p["name"].split("-")[0]: p["outcome"] for p in report["pods"]} == {
+        "mobile": "stays",
+        "patient": "stays",
+        "pinned": "stays",
+    }
+    assert all("effect NoSchedule evicts no pod" in p["detail"] for p in report["pods"])
+    assert report["replacements"] == []
