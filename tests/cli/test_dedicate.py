@@ -105,7 +105,7 @@ def test_an_old_dedication_is_moved_and_never_left_behind(cluster: Cluster, tmp_
         "[stderr]Error: node-2 is dedicated to team-c by the label dedicated=team-c, which a "
         "node may set on itself. team-c's pods will select "
         "node-restriction.kubernetes.io/dedicated=team-c instead, which NodeRestriction "
-        "refuses to nodes, and would no longer land on node-2; move them too, in the same "
+        "refuses to nodes, and would no longer land on node-2; move it too, in the same "
         "command: taintplane dedicate nodes node-1 node-2 --to-namespace team-c --evict\n"
     )
     assert kubectl("get", "node", "node-1", "-o", "jsonpath={.metadata.labels.dedicated}") == (

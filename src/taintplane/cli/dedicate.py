@@ -170,13 +170,13 @@ async def _check_old_dedications(
     if not left:
         return
     nodes_text = ", ".join(left)
-    is_are = "is" if len(left) == 1 else "are"
+    is_are, them = ("is", "it") if len(left) == 1 else ("are", "them")
     everything = [*(node["metadata"]["name"] for node in nodes), *left]
     raise click.ClickException(
         f"{nodes_text} {is_are} dedicated to {namespace} by the label {OLD_LABEL}={namespace}, "
         f"which a node may set on itself. {namespace}'s pods will select {LABEL}={namespace} "
         f"instead, which NodeRestriction refuses to nodes, and would no longer land on "
-        f"{nodes_text}; move them too, in the same command: "
+        f"{nodes_text}; move {them} too, in the same command: "
         f"{dedicate_command(everything, namespace, evict)}"
     )
 
