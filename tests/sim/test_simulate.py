@@ -159,7 +159,8 @@ def test_the_json_report_holds_everything(played: SimulationReport) -> None:
         ),
         (
             {"steps": [{"at": "1m"}]},
-            "steps[0]: give exactly one action, one of taint, stop, start, condition, create",
+            "steps[0]: give exactly one action, one of taint, stop, start, condition, create, apply, "
+            "deviceHealth",
         ),
         (
             {"steps": [{"at": "soon", "stop": {"nodes": ["node-1"]}}]},

@@ -15,7 +15,15 @@ it, at offsets on a virtual clock.
     - {at: 9m, start: {zone: a}}
     - {at: 10m, condition: {node: gpu-3, type: MemoryPressure, status: "True"}}
     - {at: 12m, create: [{apiVersion: v1, kind: Pod, …}]}
+    - {at: 13m, apply: [{apiVersion: resource.k8s.io/v1alpha3, kind: DeviceTaintRule, …}]}
+    - {at: 14m, deviceHealth: {device: gpu.example.com/gpu-1/gpu-0, health: degraded}}
     until: 1h                              # default: 5m after the last step
+
+``apply`` creates each object or, when it exists, sets its labels, annotations and spec to
+the ones given (as ``kubectl apply`` of a whole manifest would): a DeviceTaintRule's effect
+goes from None to NoSchedule to NoExecute that way. ``deviceHealth`` is ``taintplane device
+health`` (healthy, degraded or failed, with an optional ``effect``): the simulated driver
+republishes the device with its taint.
 
 Errors name the place (``steps[2].taint.taints[0]: …``) and change nothing.
 """
@@ -27,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from taintplane.agents.dra_driver import HEALTH_STATES
 from taintplane.agents.nodes import NodeShape
 from taintplane.api.duration import DurationError, parse_duration
 from taintplane.api.selectors import LabelSelector, parse_label_selector
@@ -47,7 +56,7 @@ __all__ = [
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 #: Time simulated after the last step when the scenario does not say ``until``.
 DEFAULT_TAIL_SECONDS = 300.0
-ACTIONS = ("taint", "stop", "start", "condition", "create")
+ACTIONS = ("taint", "stop", "start", "condition", "create", "apply", "deviceHealth")
 _TOP_KEYS = {"name", "start", "nodes", "cluster", "objects", "steps", "until"}
 CONDITION_TYPES = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
 CONDITION_STATUSES = ("True", "False", "Unknown")
@@ -60,7 +69,8 @@ class ScenarioError(ValueError):
 @dataclass(frozen=True)
 class Step:
     """One action at an offset: ``taint`` (nodes, selector or all; kubectl taint changes),
-    ``stop``/``start`` (nodes or a zone), ``condition`` (node, type, status), ``create``."""
+    ``stop``/``start`` (nodes or a zone), ``condition`` (node, type, status), ``create``,
+    ``apply`` (objects), ``deviceHealth`` (``device`` DRIVER/POOL/DEVICE, ``health``)."""
 
     at: float
     action: str
@@ -72,6 +82,9 @@ class Step:
     overwrite: bool = False
     condition: tuple[str, str] = ("", "")
     objects: tuple[dict[str, Any], ...] = ()
+    #: deviceHealth: DRIVER/POOL/DEVICE, and (health, effect or "")
+    device: str = ""
+    health: tuple[str, str] = ("", "")
     #: What the step does, in a line (for timelines and reports).
     summary: str = ""
 
@@ -189,9 +202,26 @@ def _step(index: int, raw: Any) -> Step:
             condition=(str(type_), str(status)),
             summary=f"node {node} reports {type_}={status}",
         )
+    if action == "deviceHealth":
+        return _device_health_step(at, body, where)
     objects = _objects(body, where)
     names = ", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in objects)
-    return Step(at, "create", objects=tuple(objects), summary=f"create {names}")
+    return Step(at, action, objects=tuple(objects), summary=f"{action} {names}")
+
+
+def _device_health_step(at: float, body: Any, where: str) -> Step:
+    body = _mapping(body, where, {"device", "health", "effect"})
+    device, health, effect = body.get("device"), body.get("health"), body.get("effect", "")
+    if not isinstance(device, str) or len(device.split("/")) != 3 or not all(device.split("/")):
+        raise ScenarioError(f"{where}.device must be DRIVER/POOL/DEVICE")
+    if health not in HEALTH_STATES:
+        raise ScenarioError(f"{where}.health must be one of {', '.join(HEALTH_STATES)}")
+    if effect and effect not in ("None", "NoSchedule", "NoExecute"):
+        raise ScenarioError(f"{where}.effect must be one of None, NoSchedule, NoExecute")
+    summary = f"device {device} is {health}" + (f" ({effect})" if effect else "")
+    return Step(
+        at, "deviceHealth", device=device, health=(str(health), str(effect)), summary=summary
+    )
 
 
 def _objects(value: Any, where: str) -> list[dict[str, Any]]:

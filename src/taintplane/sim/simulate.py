@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from taintplane.agents.dra_driver import UnknownDeviceError
 from taintplane.agents.kubelet import UnknownNodeError
 from taintplane.api.decoding import format_time
 from taintplane.api.features import FeatureGates
@@ -187,9 +188,41 @@ async def _act(cluster: Cluster, step: Step) -> None:
                 await kubelets.start(name)
     elif step.action == "condition":
         await kubelets.set_condition(step.nodes[0], *step.condition)
+    elif step.action == "deviceHealth":
+        driver, pool, device = step.device.split("/")
+        health, effect = step.health
+        try:
+            await kubelets.dra.set_health(driver, pool, device, health, effect or None)
+        except UnknownDeviceError as error:
+            raise WhatIfError(f"device {error.args[0]} is not a simulated device") from error
+    elif step.action == "apply":
+        for obj in step.objects:
+            await _apply(client, obj)
     else:
         for obj in step.objects:
             await _create(client, obj)
+
+
+async def _apply(client: Client, obj: dict[str, Any]) -> None:
+    """Create the object, or give the existing one the manifest's labels, annotations and
+    spec (a merge patch: what ``kubectl apply`` of the whole manifest changes)."""
+    try:
+        await _create(client, obj)
+        return
+    except ApiError as error:
+        if error.code != 409:
+            raise
+    rt = SCHEME.by_kind(str(obj["apiVersion"]), str(obj["kind"]))
+    assert rt is not None
+    metadata = obj["metadata"]
+    namespace = str(metadata.get("namespace") or "default") if rt.namespaced else ""
+    patch: dict[str, Any] = {"metadata": {}}
+    for key in ("labels", "annotations"):
+        if key in metadata:
+            patch["metadata"][key] = metadata[key]
+    if "spec" in obj:
+        patch["spec"] = obj["spec"]
+    await client.patch(rt, str(metadata["name"]), patch, namespace=namespace, patch_type="merge")
 
 
 async def run_scenario(
