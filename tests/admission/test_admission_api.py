@@ -208,6 +208,6 @@ def test_serve_refuses_bad_admission_flags(
     result = CliRunner().invoke(
         serve_command, ["--data-dir", str(tmp_path / "data"), "--port", "0", *args]
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # usage and input file errors
     assert message.format(dir=tmp_path) in result.output
     assert not (tmp_path / "data").exists()

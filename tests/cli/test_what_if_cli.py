@@ -135,7 +135,7 @@ def test_what_if_reads_a_kubectl_snapshot_and_prints_a_timeline(
         ),
         (
             ("nodes", "node-1", "a:NoSchedule", "--snapshot", "/nonexistent/snap.yaml"),
-            1,
+            2,
             "Error: cannot read snapshot /nonexistent/snap.yaml: No such file or directory",
         ),
     ],

@@ -257,10 +257,10 @@ def test_the_command_line_prints_and_writes_the_report(tmp_path: Path) -> None:
 def test_the_command_line_refuses_a_bad_scenario(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("nodes: 0\n")
     done = taintplane("simulate", "bad.yaml", cwd=tmp_path)
-    assert (done.returncode, done.stdout) == (1, "")
+    assert (done.returncode, done.stdout) == (2, "")  # an input file error, as a usage error
     assert done.stderr == "Error: bad.yaml: nodes must be a whole number, 1 or more\n"
     missing = taintplane("simulate", "nope.yaml", cwd=tmp_path)
-    assert missing.returncode == 1
+    assert missing.returncode == 2
     assert missing.stderr == "Error: cannot read nope.yaml: No such file or directory\n"
 
 

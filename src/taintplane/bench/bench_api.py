@@ -1,4 +1,4 @@
-"""API server benchmarks (DESIGN.md targets): start-up, GET/PATCH latency under 50 concurrent
+"""API server benchmarks: start-up, GET/PATCH latency under 50 concurrent
 clients with N pods stored, LIST of all pods, resident memory.
 
     .venv/bin/python benchmarks/bench_api.py --pods 150000 --clients 50 --requests 4000

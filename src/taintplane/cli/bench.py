@@ -35,7 +35,13 @@ def benchmarks() -> dict[str, str]:
 @click.argument("name", required=False)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def bench_command(name: str | None, args: tuple[str, ...]) -> None:
-    """Run the benchmark NAME with ARGS (NAME --help for its options); list them without."""
+    """Run the benchmark NAME with ARGS (NAME --help for its options); list them without.
+
+    \b
+    Examples:
+      taintplane bench
+      taintplane bench startup --help
+    """
     known = benchmarks()
     if name is None or name in ("-h", "--help"):
         width = max(len(n) for n in known)

@@ -7,7 +7,6 @@ upstream's (``--leader-elect``, on by default), they elect a leader on a Lease i
 from __future__ import annotations
 
 import contextlib
-import logging
 import signal
 import socket
 import uuid
@@ -19,7 +18,9 @@ import click
 
 from taintplane import runtime
 from taintplane.cli.admin import kubeconfig_option
+from taintplane.cli.errors import InputFileError
 from taintplane.cli.kubeconfig import load_target
+from taintplane.cli.logs import setup_logging
 from taintplane.client import ApiError, Client, HTTPTransport, resource
 from taintplane.client.client import COMPONENT_FIELD_MANAGERS
 from taintplane.client.leaderelection import LeaderElector
@@ -32,7 +33,7 @@ SELF_SUBJECT_REVIEWS = resource("authentication.k8s.io", "v1", "selfsubjectrevie
 
 def _run(kubeconfig: str | None, what: str, build: Callable[[Client], Awaitable[None]]) -> None:
     target = load_target(kubeconfig)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(0, None)
 
     async def main() -> None:
         transport = HTTPTransport(target.server, token=target.token, verify=target.verify)
@@ -92,7 +93,12 @@ async def lead(
 @kubeconfig_option
 @leader_elect_option
 def scheduler_command(kubeconfig: str | None, leader_elect: bool) -> None:
-    """Run the scheduler alone against an API server."""
+    """Run the scheduler alone against an API server (with leader election on a Lease).
+
+    \b
+    Example:
+      taintplane scheduler --kubeconfig ./a/kubeconfig
+    """
     from taintplane.scheduler.scheduler import Scheduler
 
     async def run(client: Client) -> None:
@@ -116,7 +122,13 @@ def scheduler_command(kubeconfig: str | None, leader_elect: bool) -> None:
 def controller_manager_command(
     kubeconfig: str | None, leader_elect: bool, controllers: str
 ) -> None:
-    """Run the controller manager alone against an API server."""
+    """Run the controller manager alone against an API server.
+
+    \b
+    Examples:
+      taintplane controller-manager --kubeconfig ./a/kubeconfig
+      taintplane controller-manager --controllers node-lifecycle-controller
+    """
     from taintplane.controllers.manager import (
         ALL_CONTROLLERS,
         ControllerConfig,
@@ -161,7 +173,12 @@ def controller_manager_command(
 def agents_command(
     kubeconfig: str | None, node_count: int | None, cluster_file: Path | None
 ) -> None:
-    """Run simulated kubelets alone against an API server."""
+    """Run simulated kubelets alone against an API server.
+
+    \b
+    Example:
+      taintplane agents --kubeconfig ./a/kubeconfig --cluster pools.yaml
+    """
     from taintplane.agents.kubelet import Kubelets
     from taintplane.agents.nodes import NodeShape
     from taintplane.client.shared import SharedInformers
@@ -176,7 +193,7 @@ def agents_command(
             else default_nodes(3 if node_count is None else node_count)
         )
     except ClusterFileError as error:
-        raise click.UsageError(f"--cluster: {error}") from error
+        raise InputFileError(f"--cluster: {error}") from error
 
     async def run(client: Client) -> None:
         node = await _node_identity(client)

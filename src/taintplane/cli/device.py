@@ -19,7 +19,12 @@ EFFECTS = ("None", "NoSchedule", "NoExecute")
 
 @click.group("device")
 def device_group() -> None:
-    """Change simulated DRA devices."""
+    """Change simulated DRA devices.
+
+    \b
+    Example:
+      taintplane device health gpu.example.com/node-1/gpu-0 degraded
+    """
 
 
 @device_group.command("health")
@@ -32,7 +37,13 @@ def device_group() -> None:
 )
 @kubeconfig_option
 def health_command(device: str, state: str, effect: str | None, kubeconfig: str | None) -> None:
-    """Set a device's health; its driver publishes it as a taint in the ResourceSlice."""
+    """Set a device's health; its driver publishes it as a taint in the ResourceSlice.
+
+    \b
+    Examples:
+      taintplane device health gpu.example.com/node-1/gpu-0 degraded
+      taintplane device health gpu.example.com/node-1/gpu-0 healthy
+    """
     parts = device.split("/")
     if len(parts) != 3 or not all(parts):
         raise click.BadParameter(

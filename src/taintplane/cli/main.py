@@ -54,7 +54,17 @@ class _LazyGroup(click.Group):
     __version__, "--version", prog_name="taintplane", message="%(prog)s %(version)s"
 )
 def cli() -> None:
-    """taintplane: a Kubernetes-compatible control plane for taints and tolerations."""
+    """taintplane: a Kubernetes-compatible control plane for taints and tolerations.
+
+    \b
+    Examples:
+      taintplane up -d                    # a cluster in the background; kubectl works at once
+      kubectl taint nodes node-1 dedicated=banana:NoSchedule
+      taintplane what-if taint nodes node-2 maintenance:NoExecute
+      taintplane delete
+
+    Exit codes: 0 done, 1 failed, 2 usage or input file error.
+    """
 
 
 def main() -> None:

@@ -11,7 +11,14 @@ __all__ = ["node_group"]
 
 @click.group("node")
 def node_group() -> None:
-    """Make simulated nodes fail and recover."""
+    """Make simulated nodes fail and recover (the nodes `taintplane up` runs).
+
+    \b
+    Examples:
+      taintplane node stop node-2
+      taintplane node stop --zone zone-a
+      taintplane node condition node-1 MemoryPressure=True
+    """
 
 
 def _targets(names: tuple[str, ...], zone: str | None) -> list[str]:
@@ -27,7 +34,12 @@ def _targets(names: tuple[str, ...], zone: str | None) -> list[str]:
 @click.option("--zone", help="Every simulated node of this zone (a partition).")
 @kubeconfig_option
 def stop_command(names: tuple[str, ...], zone: str | None, kubeconfig: str | None) -> None:
-    """Stop the kubelets of NAMES: no more heartbeats, no pod work."""
+    """Stop the kubelets of NAMES: no more heartbeats, no pod work.
+
+    \b
+    Example:
+      taintplane node stop node-2 node-3
+    """
     for target in _targets(names, zone):
         done = admin_call(kubeconfig, "POST", f"{target}/stop")
         for name in done["nodes"]:
@@ -39,7 +51,12 @@ def stop_command(names: tuple[str, ...], zone: str | None, kubeconfig: str | Non
 @click.option("--zone", help="Every simulated node of this zone.")
 @kubeconfig_option
 def start_command(names: tuple[str, ...], zone: str | None, kubeconfig: str | None) -> None:
-    """Start the kubelets of NAMES again."""
+    """Start the kubelets of NAMES again.
+
+    \b
+    Example:
+      taintplane node start node-2
+    """
     for target in _targets(names, zone):
         done = admin_call(kubeconfig, "POST", f"{target}/start")
         for name in done["nodes"]:
@@ -51,7 +68,12 @@ def start_command(names: tuple[str, ...], zone: str | None, kubeconfig: str | No
 @click.argument("condition", metavar="TYPE=STATUS")
 @kubeconfig_option
 def condition_command(name: str, condition: str, kubeconfig: str | None) -> None:
-    """Have NAME's kubelet report a condition, e.g. MemoryPressure=True or Ready=False."""
+    """Have NAME's kubelet report a condition, e.g. MemoryPressure=True or Ready=False.
+
+    \b
+    Example:
+      taintplane node condition node-1 DiskPressure=True
+    """
     type_, sep, status = condition.partition("=")
     if not sep or not type_ or not status:
         raise click.BadParameter(

@@ -17,6 +17,7 @@ import click
 
 from taintplane.api.duration import format_duration
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
+from taintplane.cli.errors import InputFileError
 from taintplane.cli.logs import quiet_components
 from taintplane.cli.text import columns
 from taintplane.sim.report_html import render_html
@@ -38,12 +39,30 @@ TEXT_TIMELINE_LINES = 200
     metavar="FILE.html",
     help="Also write a page with charts of pods and nodes over time, the steps and the timeline.",
 )
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
-@click.option("--feature-gates", default="", metavar="A=true,B=false")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: counts, the steps and the timeline (its first 200 lines); json: all of it.",
+)
+@click.option(
+    "--feature-gates",
+    default="",
+    metavar="A=true,B=false",
+    help="Kubernetes feature gates of the simulated cluster, as for `taintplane up`.",
+)
 def simulate_command(scenario: Path, report: Path | None, output: str, feature_gates: str) -> None:
     """Play SCENARIO (nodes or pools, objects, and steps such as taints, stopped kubelets or
     zones, node conditions, at offsets) on a fresh cluster on virtual time; print what
-    happened and when."""
+    happened and when.
+
+    \b
+    Examples:
+      taintplane simulate zone-outage.yaml --report outage.html
+      taintplane simulate zone-outage.yaml -o json
+    """
     quiet_components()
     try:
         features = FeatureGates.parse(feature_gates)
@@ -52,7 +71,7 @@ def simulate_command(scenario: Path, report: Path | None, output: str, feature_g
     try:
         played = load_scenario(scenario)
     except ScenarioError as error:
-        raise click.ClickException(str(error)) from error
+        raise InputFileError(str(error)) from error
     if report is not None:
         _check_writable(report)
     result = asyncio.run(

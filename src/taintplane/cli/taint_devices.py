@@ -276,7 +276,12 @@ class _Tainter:
 
 @click.group("taint")
 def taint_group() -> None:
-    """Taint things kubectl taint does not reach."""
+    """Taint things kubectl taint does not reach: DRA devices.
+
+    \b
+    Example:
+      taintplane taint devices gpu.example.com/node-1/gpu-0 overheating:NoSchedule
+    """
 
 
 @taint_group.command("devices")
@@ -298,7 +303,14 @@ def taint_devices_command(
     yes: bool,
     kubeconfig: str | None,
 ) -> None:
-    """Taint DRIVER[/POOL[/DEVICE]] (or the rule NAME) with KEY[=VALUE]:EFFECT; KEY- removes."""
+    """Taint DRIVER[/POOL[/DEVICE]] (or the rule NAME) with KEY[=VALUE]:EFFECT; KEY- removes.
+
+    \b
+    Examples:
+      taintplane taint devices gpu.example.com/node-1/gpu-0 overheating=true:NoSchedule
+      taintplane taint devices gpu.example.com/node-1 maintenance:NoExecute
+      taintplane taint devices gpu.example.com/node-1/gpu-0 overheating-
+    """
     specs = [a for a in args if "=" in a or ":" in a or a.endswith("-")]
     selections = [a for a in args if a not in specs]
     if rule is not None and selections:

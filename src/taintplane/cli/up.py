@@ -19,6 +19,7 @@ from taintplane.api.features import FeatureGates, UnknownFeatureGateError
 from taintplane.apiserver.auth.tokens import TokenFileError
 from taintplane.cli.clusters import DEFAULT_DATA_DIR
 from taintplane.cli.data_dir import DataDirInUseError, DataDirLock, save_instant
+from taintplane.cli.errors import InputFileError
 from taintplane.cli.logs import setup_logging, verbosity_options
 from taintplane.cli.up_detach import announce_ready
 from taintplane.cli.up_options import (
@@ -92,7 +93,7 @@ def _check_token_file(path: Path) -> None:
     try:
         path.open().close()
     except OSError as error:
-        raise click.UsageError(
+        raise InputFileError(
             f"--auth: cannot read {path}: {error.strerror}; create it with a line per user, "
             'token,user,uid[,"group1,group2"] (see the README)'
         ) from error
@@ -125,7 +126,7 @@ def _serve(
         except StoreSpecError as error:
             raise click.UsageError(f"--store: {error}") from error
         except TokenFileError as error:
-            raise click.UsageError(f"--auth: {error}") from error
+            raise InputFileError(f"--auth: {error}") from error
         runtime.settle_heap()
         elapsed = time.perf_counter() - started
         lines = [

@@ -25,6 +25,7 @@ from taintplane.cli.clusters import (
 )
 from taintplane.cli.contexts import merge_context, merge_path
 from taintplane.cli.data_dir import virtual_clock
+from taintplane.cli.errors import InputFileError
 from taintplane.cli.logs import setup_logging, verbosity_options
 from taintplane.cli.up import run_cluster
 from taintplane.cli.up_options import admission_options, lifecycle_options, server_options
@@ -127,7 +128,7 @@ def up_command(
         try:
             nodes = load_cluster_file(cluster_file)
         except ClusterFileError as error:
-            raise click.UsageError(f"--cluster: {error}") from error
+            raise InputFileError(f"--cluster: {error}") from error
     else:
         nodes = default_nodes(3 if node_count is None else node_count)
     if data_dir is None:

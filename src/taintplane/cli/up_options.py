@@ -13,6 +13,7 @@ import click
 from taintplane.admission.admission_config import AdmissionConfigError
 from taintplane.admission.plugins import AdmissionOptions
 from taintplane.api.duration import DurationError, parse_duration
+from taintplane.cli.errors import InputFileError
 from taintplane.controllers.nodelifecycle import NodeLifecycleConfig
 
 __all__ = [
@@ -99,7 +100,7 @@ def admission_options(function: Callable[..., None]) -> Callable[..., None]:
         try:
             setup = options.load()
         except AdmissionConfigError as error:
-            raise click.ClickException(str(error)) from error
+            raise InputFileError(str(error)) from error
         click.get_current_context().meta[ADMISSION_KEY] = setup
         function(*args, **kwargs)
 

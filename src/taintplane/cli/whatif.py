@@ -24,6 +24,7 @@ from taintplane.api.duration import DurationError, format_duration, parse_durati
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
 from taintplane.api.selectors import LabelSelector, parse_label_selector
 from taintplane.api.taint_spec import TaintSpecError, parse_taint_command, validate_taint_command
+from taintplane.cli.errors import InputFileError
 from taintplane.cli.kubeconfig import Target, load_target
 from taintplane.cli.logs import quiet_components
 from taintplane.cli.text import columns
@@ -43,7 +44,12 @@ DEVICE_RESOURCE_NAMES = frozenset({"devices", "device"})
 
 @click.group("what-if")
 def what_if_group() -> None:
-    """Try a change on a copy of the cluster, on virtual time, and see what it would do."""
+    """Try a change on a copy of the cluster, on virtual time, and see what it would do.
+
+    \b
+    Example:
+      taintplane what-if taint nodes node-1 node-2 maintenance=true:NoExecute
+    """
 
 
 @what_if_group.command("taint")
@@ -66,7 +72,14 @@ def what_if_group() -> None:
 @click.option("-l", "--selector", default="", help="Taint the nodes matching this label selector.")
 @click.option("--all", "all_nodes", is_flag=True, help="Taint every node.")
 @click.option("--overwrite", is_flag=True, help="Replace a taint with the same key and effect.")
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: a summary and a timeline; json: the same, whole, for scripts.",
+)
 @click.option(
     "--feature-gates",
     default="",
@@ -99,7 +112,15 @@ def what_if_taint_command(
 
     `what-if taint devices (DRIVER[/POOL[/DEVICE]] | -f RULE.yaml) KEY[=VALUE]:EFFECT` asks
     the same of a DeviceTaintRule: which pods using the devices are evicted when, where their
-    claims are allocated next, which stay Pending and why."""
+    claims are allocated next, which stay Pending and why.
+
+    \b
+    Examples:
+      taintplane what-if taint nodes node-1 maintenance=true:NoExecute
+      taintplane what-if taint nodes -l topology.kubernetes.io/zone=a outage:NoExecute --until 1h
+      taintplane what-if taint nodes worker-3 maint:NoExecute --snapshot snapshot.yaml -o json
+      taintplane what-if taint devices gpu.example.com/node-1/gpu-0 overheating:NoExecute
+    """
     quiet_components()
     devices = bool(args) and args[0] in DEVICE_RESOURCE_NAMES
     if not devices:
@@ -219,9 +240,9 @@ def _read_cluster(
         try:
             objects = read_snapshot_file(snapshot)
         except SnapshotError as error:
-            raise click.ClickException(str(error)) from error
+            raise InputFileError(str(error)) from error
         if not any(o.get("kind") == "Node" for o in objects):
-            raise click.ClickException(
+            raise InputFileError(
                 f"snapshot {snapshot} has no nodes: make it with `kubectl get nodes,pods,"
                 "replicasets,deployments,daemonsets,poddisruptionbudgets -A -o yaml`"
             )

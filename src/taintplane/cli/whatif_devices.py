@@ -22,6 +22,7 @@ import click
 
 from taintplane.api.duration import format_duration
 from taintplane.api.features import FeatureGates
+from taintplane.cli.errors import InputFileError
 from taintplane.cli.taint_devices import Selection, parse_device_taint, rule_name
 from taintplane.cli.text import columns
 from taintplane.sim.snapshot import SnapshotError, load_yaml_documents, objects_of
@@ -39,10 +40,10 @@ def _rule_from_file(path: Path) -> dict[str, Any]:
     try:
         found = objects_of(load_yaml_documents(path.read_text()), str(path))
     except (OSError, SnapshotError) as error:
-        raise click.ClickException(str(error)) from error
+        raise InputFileError(str(error)) from error
     rules = [o for o in found if o.get("kind") == "DeviceTaintRule"]
     if len(rules) != 1:
-        raise click.ClickException(f"{path}: expected one DeviceTaintRule, found {len(rules)}")
+        raise InputFileError(f"{path}: expected one DeviceTaintRule, found {len(rules)}")
     return rules[0]
 
 
