@@ -144,7 +144,7 @@ def test_simulate_leaves_no_file_behind_from_the_check(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("nodes: 1\nsteps: [{at: 5, stop: {nodes: [node-1]}}]\n")
     result = CliRunner().invoke(cli, ["simulate", str(bad), "--report", str(report)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a bad input file
     assert result.output == (
         f'Error: {bad}: steps[0].at: time: missing unit in duration "5" (use e.g. 90s, 5m, 1h30m)\n'
     )
