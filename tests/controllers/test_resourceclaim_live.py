@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
+
 from taintplane.agents.nodes import DeviceSet, NodeShape
 from taintplane.client import ApiError, resource
 from taintplane.controllers.resourceclaim import generate_name, is_pod_done
@@ -242,3 +244,36 @@ def test_generate_name_and_pod_done():
     assert is_pod_done({"metadata": {}, "status": {"phase": "Succeeded"}})
     assert is_pod_done({"metadata": {"deletionTimestamp": "x"}, "spec": {}})
     assert not is_pod_done({"metadata": {"deletionTimestamp": "x"}, "spec": {"nodeName": "n"}})
+
+
+def test_the_finalizer_of_an_unallocated_unreserved_claim_is_left_alone(tmp_path):
+    """The scheduler adds the finalizer before it writes the allocation and reservation
+    (PreBind); the controller removes it only when the claim stops being used, or is being
+    deleted (upstream's syncClaim), so it never races the scheduler's second write."""
+
+    async def scenario(sim: Sim) -> None:
+        await sim.client.create(
+            CLAIMS,
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {
+                    "name": "c",
+                    "namespace": "default",
+                    "finalizers": ["resource.kubernetes.io/delete-protection"],
+                },
+                "spec": {"devices": {"requests": []}},
+            },
+            namespace="default",
+        )
+        await sim.advance(5)
+        claim = await sim.client.get(CLAIMS, "c", "default")
+        assert claim["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
+        # Being deleted and used by nobody: now it goes.
+        await sim.client.delete(CLAIMS, "c", "default")
+        await sim.advance(5)
+        with pytest.raises(ApiError) as gone:
+            await sim.client.get(CLAIMS, "c", "default")
+        assert gone.value.code == 404
+
+    simulate(tmp_path, scenario, controllers=("resourceclaim-controller",))

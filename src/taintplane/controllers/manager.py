@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 
 from taintplane.api.features import DRA_DEVICE_TAINTS, FeatureGates
 from taintplane.client import Client
+from taintplane.client.ratelimit import rate_limited
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
 from taintplane.controllers.clusterroleaggregation import ClusterRoleAggregationController
@@ -47,6 +48,8 @@ class ControllerConfig:
     controllers: Sequence[str] | None = None  # None: every controller
     extra: dict[str, Any] = field(default_factory=dict)
     node_lifecycle: NodeLifecycleConfig = field(default_factory=NodeLifecycleConfig)
+    #: Give the controllers that have one their client-side rate limit (see _resource_claim).
+    client_rate_limits: bool = True
 
 
 class ControllerManager:
@@ -130,6 +133,15 @@ def _podgc(m: ControllerManager) -> Controller:
     )
 
 
+def _resource_claim(m: ControllerManager) -> Controller:
+    # Its own client with kube-controller-manager's client-side limit (20 qps, burst 30): a
+    # Deployment whose pods are evicted as soon as they are bound (a device taint tolerated
+    # for less time than has passed since timeAdded) is replaced at the pace at which this
+    # controller can make and clean up claims, as upstream's, not in a burst at one instant.
+    client = rate_limited(m.client, m.clock) if m.config.client_rate_limits else m.client
+    return ResourceClaimController(client, m.clock, m.informers)
+
+
 def _device_taint_eviction(m: ControllerManager) -> Controller:
     return DeviceTaintEvictionController(
         m.client,
@@ -151,7 +163,7 @@ _FACTORIES: dict[str, Factory] = {
     "garbage-collector-controller": lambda m: GarbageCollector(m.client, m.clock, m.informers),
     "namespace-controller": lambda m: NamespaceController(m.client, m.clock, m.informers),
     "disruption-controller": lambda m: DisruptionController(m.client, m.clock, m.informers),
-    "resourceclaim-controller": lambda m: ResourceClaimController(m.client, m.clock, m.informers),
+    "resourceclaim-controller": _resource_claim,
     "clusterrole-aggregation-controller": lambda m: ClusterRoleAggregationController(
         m.client, m.clock, m.informers
     ),

@@ -122,8 +122,8 @@ class ResourceClaimController:
 
     async def _sync_pod(self, key: str) -> None:
         pod = self.pods.get(key)
-        if pod is None or is_pod_done(pod):
-            return
+        if pod is None or pod["metadata"].get("deletionTimestamp"):
+            return  # gone, or being deleted: upstream's syncPod leaves it alone
         meta = pod["metadata"]
         statuses = list((pod.get("status") or {}).get("resourceClaimStatuses") or [])
         known = {s.get("name") for s in statuses}
@@ -215,6 +215,11 @@ class ResourceClaimController:
         )
 
     async def _sync_claim(self, key: str) -> None:
+        """Upstream's ``syncClaim``: drop reservations of pods that are gone or done; on that
+        transition to unused, deallocate and remove the finalizer (never otherwise: a claim
+        the scheduler is writing has its finalizer before its allocation and reservation);
+        remove it also from a claim being deleted; delete a pod's unused claim when the pod
+        will not run."""
         claim = self.claims.get(key)
         if claim is None:
             return
@@ -223,30 +228,47 @@ class ResourceClaimController:
         status = claim.get("status") or {}
         reserved = list(status.get("reservedFor") or [])
         valid = [ref for ref in reserved if self._pod_in_use(namespace, ref)]
-        if valid != reserved or (not valid and allocation_of(claim) is not None):
+        if len(valid) < len(reserved):
+            # An update, not a patch: it must fail if anything changed in the meantime.
             updated = {**claim, "status": dict(status)}
             if valid:
                 updated["status"]["reservedFor"] = valid
             else:
                 updated["status"].pop("reservedFor", None)
-                updated["status"].pop("allocation", None)
+                if FINALIZER in (meta.get("finalizers") or []):
+                    updated["status"].pop("allocation", None)
             claim = await self.client.update(CLAIMS, updated, subresource="status")
             meta = claim["metadata"]
+            if FINALIZER in (meta.get("finalizers") or []) and allocation_of(claim) is None:
+                claim = await self._drop_finalizer(claim)
+        elif (
+            FINALIZER in (meta.get("finalizers") or [])
+            and meta.get("deletionTimestamp")
+            and not valid
+        ):
+            if allocation_of(claim) is not None:
+                deallocated = {**claim, "status": dict(status)}
+                deallocated["status"].pop("allocation", None)
+                claim = await self.client.update(CLAIMS, deallocated, subresource="status")
+            claim = await self._drop_finalizer(claim)
         if valid:
             return
-        if FINALIZER in (meta.get("finalizers") or []):
-            finalizers = [f for f in meta["finalizers"] if f != FINALIZER]
-            claim = await self.client.update(
-                CLAIMS, {**claim, "metadata": {**meta, "finalizers": finalizers}}
-            )
-            meta = claim["metadata"]
         owner = _owner_pod(claim)
-        if owner is None or meta.get("deletionTimestamp"):
+        if owner is None:
             return
         pod = self.pods.get(f"{namespace}/{owner.get('name')}")
-        if pod is None or pod["metadata"].get("uid") != owner.get("uid") or is_pod_done(pod):
+        # A pod not (yet) known is left to the garbage collector, as upstream does.
+        if pod is not None and (pod["metadata"].get("uid") != owner.get("uid") or is_pod_done(pod)):
             try:
                 await self.client.delete(CLAIMS, meta["name"], namespace, uid=meta.get("uid"))
             except ApiError as error:
                 if error.code not in (404, 409):
                     raise
+
+    async def _drop_finalizer(self, claim: dict[str, Any]) -> dict[str, Any]:
+        meta = claim["metadata"]
+        finalizers = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
+        updated: dict[str, Any] = await self.client.update(
+            CLAIMS, {**claim, "metadata": {**meta, "finalizers": finalizers}}
+        )
+        return updated
