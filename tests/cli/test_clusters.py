@@ -169,3 +169,17 @@ def test_stopping_an_unknown_cluster_says_how_to_list_them(tmp_path):
         1,
         'Error: no cluster named "nope": `taintplane get clusters` lists them\n',
     )
+
+
+def test_a_kubeconfig_that_cannot_be_written_leaves_the_export_line(tmp_path):
+    user = User(tmp_path)
+    (tmp_path / "file").write_text("")
+    kubeconfig = tmp_path / "file" / "config"  # its directory is a file
+    out = user.ok("up", "-d", "--port", "0", "--nodes", "0", "--kubeconfig", str(kubeconfig))
+    try:
+        lines = out.splitlines()
+        assert lines[1].startswith("export KUBECONFIG=")
+        assert lines[2].startswith("Could not set the kubectl context (")
+        assert lines[2].endswith("): use the export line")
+    finally:
+        user.ok("delete")

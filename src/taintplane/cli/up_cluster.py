@@ -150,9 +150,14 @@ def up_command(
     def after_start(cluster: Cluster) -> list[str]:
         write_simulated_nodes(data_dir, names)
         record = ClusterRecord(name, data_dir, target)
-        save_record(record)
-        merge_context(target, record.context, cluster.kubeconfig_path)
-        lines = [f'Set kubectl context to "{record.context}" in {target}']
+        try:
+            save_record(record)
+            merge_context(target, record.context, cluster.kubeconfig_path)
+            lines = [f'Set kubectl context to "{record.context}" in {target}']
+        except (click.ClickException, OSError) as error:
+            # The cluster runs all the same: the export line above reaches it.
+            problem = error.message if isinstance(error, click.ClickException) else str(error)
+            lines = [f"Could not set the kubectl context ({problem}): use the export line"]
         if retired:
             shown = ", ".join(retired[:10]) + (
                 f" and {len(retired) - 10} more" if len(retired) > 10 else ""
