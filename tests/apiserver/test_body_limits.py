@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from taintplane.apiserver import bounded_yaml
+from taintplane.apiserver import bounded_yaml, warning
 from taintplane.apiserver.body_limits import MAX_DEPTH, DepthError, check_depth, parse_int64
 from taintplane.apiserver.status import APIError
 from taintplane.sim.cluster import Cluster
@@ -265,3 +265,25 @@ def test_an_eviction_field_of_the_wrong_type_is_a_400(api: httpx.Client) -> None
         "number into Go struct field DeleteOptions.deleteOptions.preconditions of type "
         "v1.Preconditions"
     )
+
+
+def test_warnings_are_truncated_as_the_warning_recorder_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # filters/warning_test.go TestTruncation's case, with its small limits.
+    monkeypatch.setattr(warning, "TRUNCATE_AT_TOTAL_RUNES", 25)
+    monkeypatch.setattr(warning, "TRUNCATE_ITEM_RUNES", 5)
+    added = ["aaaaaaaaaa", "bb", "ccc", "Iñtërnâtiô", "e", "ffffffffff", "gggggggggg", "h"]
+    assert warning.truncated(added) == ["aaaaa", "bb", "ccc", "Iñtër", "e", "fffff", "ggggg"]
+
+
+def test_thousands_of_unknown_fields_get_at_most_4_ki_runes_of_warnings(
+    api: httpx.Client,
+) -> None:
+    # Found by the schemathesis run: one header per unknown field, 100s of them.
+    body = {"metadata": {"name": "chatty"}, **{f"field{i}": i for i in range(3000)}}
+    response = api.post("/api/v1/nodes", json=body)
+    assert response.status_code == 201
+    warnings = response.headers.get_list("warning")
+    assert 0 < len(warnings) < 200
+    assert sum(len(w) for w in warnings) < 4096 + 20 * len(warnings)

@@ -33,9 +33,37 @@ def recording() -> Iterator[list[str]]:
         _RECORDED.reset(token)
 
 
+#: filters/warning.go: past 4 Ki runes of warning text in one response every warning is cut
+#: to 256 runes, and past 4 Ki runes again the rest are dropped (a body with thousands of
+#: unknown fields would otherwise get thousands of headers).
+TRUNCATE_AT_TOTAL_RUNES = 4 * 1024
+TRUNCATE_ITEM_RUNES = 256
+
+
 def write_headers(response: Response, recorded: list[str]) -> None:
-    for text in recorded:
+    for text in truncated(recorded):
         response.headers.append("Warning", header_value(text))
+
+
+def truncated(recorded: list[str]) -> list[str]:
+    """The warnings kube-apiserver's recorder writes for these, added in this order."""
+    written: list[str] = []
+    total = 0
+    truncating = False
+    for index, text in enumerate(recorded):
+        if truncating and total >= TRUNCATE_AT_TOTAL_RUNES:
+            break  # every later one is dropped: the total only grows
+        if truncating:
+            text = text[:TRUNCATE_ITEM_RUNES]
+        if total + len(text) <= TRUNCATE_AT_TOTAL_RUNES or truncating:
+            total += len(text)
+            written.append(text)
+            continue
+        # Over the limit: start truncating, and write again what was added so far, cut.
+        truncating = True
+        written = [earlier[:TRUNCATE_ITEM_RUNES] for earlier in recorded[: index + 1]]
+        total = sum(len(item) for item in written)
+    return written
 
 
 def header_value(text: str) -> str:
