@@ -67,3 +67,41 @@ def test_the_limit_sits_between_three_and_four_nested_loops_over_attributes() ->
     three = f"{DRA}.all(a, {DRA}.all(b, {DRA}.all(c, a != c)))"
     four = f"{DRA}.all(a, {DRA}.all(b, {DRA}.all(c, {DRA}.all(d, a != d))))"
     assert estimate_cost(three) <= CEL_SELECTOR_EXPRESSION_MAX_COST < estimate_cost(four)
+
+
+UNBOUNDED = 2**64 - 1
+
+
+@pytest.mark.parametrize(
+    ("expression", "cost"),
+    [
+        # A map literal costs 30, an index 1, an equality of scalars 1.
+        ('{"a": 1}["a"] == 1', 32),
+        ("{}.size() == 0", 32),
+        # ?: costs the condition and the dearer branch.
+        ('device.driver == "a" ? 1 : 2', 3),
+        # `in` a list: one per element; a list literal 10.
+        ("1 in [1, 2, 3]", 13),
+        # Concatenated strings: 0.1 per character of the result (1 + 63).
+        ('"a" + device.driver == "x"', 10),
+        ('has(device.attributes["d"].x)', 4),
+        ('device.driver.contains("gpu")', 9),
+        ('device.driver.startsWith("gpu")', 3),
+        ('device.driver < "b"', 3),
+        ("1 < 2", 1),
+        ("!true", 1),
+        ("[].all(x, true)", 11),
+        ("x.y", 2),
+        ("cel.bind(1, 2, true)", 10),
+        # Two-variable comprehension over the domains: 32 * (12 + 1).
+        ("device.attributes.map(d, v, v).size() > 0", 2 + 11 + 32 * 13 + 1 + 1),
+        ('device.attributes["d"].x.find("[0-9]+") == "1"', 4 + 7 * 2 + 1),
+    ],
+)
+def test_costs_by_cel_gos_rules(expression: str, cost: int) -> None:
+    assert estimate_cost(expression) == cost
+
+
+def test_a_loop_over_something_of_unknown_size_costs_the_most() -> None:
+    assert estimate_cost('device.attributes["d"].x.lowerAscii().all(c, c != "a")') == UNBOUNDED
+    assert estimate_cost("[].all(x, x == foo())") == 11

@@ -20,9 +20,11 @@ from taintplane.api.cel_syntax import (
     MapLit,
     Select,
     Unary,
+    needs_rewrite,
     parse,
     rewrite,
     unparse,
+    without_optional_markers,
 )
 
 names = st.sampled_from(["device", "x", "a", "attributes", "model"])
@@ -76,3 +78,41 @@ def test_the_rewrite() -> None:
 def test_a_bind_whose_value_a_comprehension_would_capture_is_refused() -> None:
     with pytest.raises(CelSyntaxError):
         rewrite("cel.bind(v, x, [1].all(x, x == v))")
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "a.?b == (c",  # unclosed
+        "a.?b c",  # something after the end
+        "a.?1",  # a number for a field name
+        "a.?b == M{f: 1}",  # message literals are left to the evaluator
+        "[?a.?b]",  # optional list entries too
+        "{?'k': a.?b}",  # and optional map entries
+        "a.?b == ]",  # no operand
+    ],
+)
+def test_what_the_parser_leaves_to_the_evaluator(expression: str) -> None:
+    with pytest.raises(CelSyntaxError):
+        rewrite(expression)
+
+
+def test_markers_are_blanked_in_place() -> None:
+    assert without_optional_markers("m.?a[?'k'] # x") == "m.?a[?'k'] # x"
+    assert without_optional_markers("m.?a[?'k']") == "m. a[ 'k']"
+    assert not needs_rewrite("a # b")
+    # A character CEL has not: the evaluator's parser says so.
+    assert rewrite("a.?b # c") == "a.?b # c"
+
+
+def test_rewrites_reach_into_every_kind_of_expression() -> None:
+    assert rewrite(".m.?a.orValue({'k': -c ? [1] : [2]})") == (
+        "(has(.m.a) ? optional.of(.m.a) : optional.none()).orValue({'k': (-c ? [1] : [2])})"
+    )
+    assert rewrite("cel.bind(v, [-a, {a: 1}], [1].all(x, v[0] == x) && v[1].a == {v: v}[v])") == (
+        "([1].all(x, ([-a, {a: 1}][0] == x)) && ([-a, {a: 1}][1].a == "
+        "{[-a, {a: 1}]: [-a, {a: 1}]}[[-a, {a: 1}]]))"
+    )
+    assert rewrite("cel.bind(v, a + 1, [1].all(x, v == x))") == "[1].all(x, ((a + 1) == x))"
+    with pytest.raises(CelSyntaxError, match="simple identifier"):
+        rewrite("cel.bind(a.b, 1, true)")
