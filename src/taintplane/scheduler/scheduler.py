@@ -158,9 +158,7 @@ class Scheduler:
         # DynamicResources reads claims, slices, classes and DeviceTaintRules from these; its
         # assumed claims follow the claim informer (the assume cache's event handlers).
         self.informers.of(RESOURCE_CLAIMS).add_handlers(
-            self.dra.claim_changed,
-            lambda old, new: self.dra.claim_changed(new),
-            self.dra.claim_deleted,
+            self.dra.claim_changed, self.dra.claim_updated, self.dra.claim_deleted
         )
         self.dra_informers = [
             self._dra_informer(RESOURCE_CLAIMS, ClusterEvent.RESOURCE_CLAIM),

@@ -147,6 +147,13 @@ class DynamicResources:
         if assumed is not None and _version(claim) >= _version(assumed):
             del self.assumed[uid]
 
+    def claim_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        """An informer update; one that replaced the claim (a relist found another uid under
+        the name) is the old one's deletion first."""
+        if (old.get("metadata") or {}).get("uid") != (new.get("metadata") or {}).get("uid"):
+            self.claim_deleted(old)
+        self.claim_changed(new)
+
     def claim_deleted(self, claim: Mapping[str, Any]) -> None:
         """An informer delete: nothing of the claim is remembered, so its devices are free."""
         uid = (claim.get("metadata") or {}).get("uid", "")
