@@ -7,7 +7,7 @@ merged into the user's kubeconfig, and what ``get clusters``, ``stop`` and ``del
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -27,13 +27,12 @@ from taintplane.cli.contexts import merge_context, merge_path
 from taintplane.cli.data_dir import virtual_clock
 from taintplane.cli.errors import InputFileError
 from taintplane.cli.logs import setup_logging, verbosity_options
-from taintplane.cli.up import run_cluster
 from taintplane.cli.up_options import admission_options, lifecycle_options, server_options
 from taintplane.clock import Clock, RealClock
-from taintplane.controllers.manager import ControllerConfig
-from taintplane.controllers.nodelifecycle import NodeLifecycleConfig
-from taintplane.sim.cluster import Cluster
 from taintplane.sim.clusterfile import ClusterFileError, default_nodes, load_cluster_file
+
+if TYPE_CHECKING:
+    from taintplane.sim.cluster import Cluster
 
 __all__ = ["up_command"]
 
@@ -138,6 +137,11 @@ def up_command(
     if detach:
         up_detach.detach(ctx, name, data_dir, log_file)
         return
+    # Imported once the cluster runs here: `up -d` only starts the process that does.
+    from taintplane.cli.up import run_cluster
+    from taintplane.controllers.manager import ControllerConfig
+    from taintplane.controllers.nodelifecycle import NodeLifecycleConfig
+
     if ready_fd is not None:
         ctx.meta[up_detach.READY_FD_KEY] = ready_fd
     setup_logging(verbose, log_file)

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import click
-import httpx
 
 __all__ = ["READY_FD_KEY", "announce_ready", "detach"]
 
@@ -106,6 +105,8 @@ def _read_all(fd: int, deadline: float) -> str | None:
 def _ready(url: str, process: subprocess.Popen[bytes], deadline: float) -> bool:
     """Poll /readyz (public, as kube-apiserver's; the CA is the cluster's own, so it is not
     verified on this loopback probe) until it answers 200 or the process ends."""
+    import httpx  # here: the foreground `up` never needs it
+
     if not url.startswith("http"):
         return False
     while time.monotonic() < deadline:
