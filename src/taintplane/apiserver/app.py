@@ -24,6 +24,7 @@ from taintplane.apiserver.admission_hook import create_system_priority_classes, 
 from taintplane.apiserver.auth.guard import LOOPBACK, SCOPE_USER, Guard
 from taintplane.apiserver.body_limits import limited_receive
 from taintplane.apiserver.conversion import VIEWS, View
+from taintplane.apiserver.fairness import Fairness
 from taintplane.apiserver.handlers import ResourceHandlers, json_response
 from taintplane.apiserver.health import (
     NAMESPACES_HOOK,
@@ -33,6 +34,7 @@ from taintplane.apiserver.health import (
 )
 from taintplane.apiserver.openapi import OpenAPI
 from taintplane.apiserver.registry import Registry
+from taintplane.apiserver.request_cost import classify
 from taintplane.apiserver.requestinfo import RequestInfo, parse_resource_path
 from taintplane.apiserver.scopes import SCOPE_IN_PROCESS
 from taintplane.apiserver.status import APIError
@@ -90,6 +92,8 @@ class APIServer:
         self.openapi = OpenAPI(scheme)
         self.compaction_interval = compaction_interval
         self.health = HealthChecks(store, rbac=self.guard is not None)
+        #: Max in flight and seats for expensive requests (fairness.py).
+        self.fairness = Fairness()
 
     # ---- start-up --------------------------------------------------------------------------
 
@@ -244,9 +248,13 @@ class APIServer:
     ) -> Response:
         info = parse_resource_path(self.scheme, group, version, segments)
         view = VIEWS.get((group, version, info.resource.plural))
-        if view is not None:
-            return await self._converted(request, info, view)
-        return await self.handlers.handle(request, info)
+
+        async def serve() -> Response:
+            if view is not None:
+                return await self._converted(request, info, view)
+            return await self.handlers.handle(request, info)
+
+        return await self.fairness.serve(classify(request, info), serve)
 
     async def _converted(self, request: Request, info: RequestInfo, view: View) -> Response:
         """A request for a kind served from another version's storage: convert the body in,

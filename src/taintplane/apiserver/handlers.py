@@ -28,6 +28,7 @@ from taintplane.apiserver.body_limits import parse_int64
 from taintplane.apiserver.codec import clone
 from taintplane.apiserver.delete_options import propagation_policy
 from taintplane.apiserver.eviction import evict
+from taintplane.apiserver.fairness import offload
 from taintplane.apiserver.json_patch import (
     JSONPatchApplyError,
     JSONPatchTooLarge,
@@ -177,7 +178,7 @@ class ResourceHandlers:
             return await self._scale(request, info, verb)
         if verb == "get":
             obj = await self.registry.get(info.resource, info.namespace, info.name)
-            return self._render(request, info.resource, [obj], single=obj)
+            return await self._render(request, info.resource, [obj], single=obj)
         if verb == "list":
             if _query_bool(request, "watch"):
                 return await self._watch(request, info)
@@ -236,14 +237,16 @@ class ResourceHandlers:
     async def _body(self, request: Request) -> Any:
         if hasattr(request.state, "body"):
             return request.state.body  # already converted from a served version (conversion.py)
-        return codec.decode_body(await request.body(), request.headers.get("content-type"))
+        raw = await request.body()
+        return await offload(codec.decode_body, raw, request.headers.get("content-type"))
 
     async def _body_notes(self, request: Request) -> DecodeNotes:
         """Duplicate fields in a create or update body (not for a body converted from
         another served version: its raw bytes are not the object's)."""
         if hasattr(request.state, "body") or request.scope.get(SCOPE_IN_PROCESS):
             return NO_NOTES
-        return notes_for_body(
+        return await offload(
+            notes_for_body,
             await request.body(),
             codec.media_type(request.headers.get("content-type")),
             self._field_validation(request),
@@ -319,7 +322,7 @@ class ResourceHandlers:
         except SelectorError as error:
             raise APIError.bad_request(error.message) from error
 
-    def _render(
+    async def _render(
         self,
         request: Request,
         resource: ResourceType,
@@ -330,7 +333,8 @@ class ResourceHandlers:
     ) -> Response:
         if codec.wants_table(request.headers.get("accept")):
             include = request.query_params.get("includeObject", "Metadata")
-            table = table_for(
+            table = await offload(
+                table_for,
                 resource,
                 objects,
                 self.clock.now(),
@@ -390,7 +394,7 @@ class ResourceHandlers:
             resource_version=resource_version,
             resource_version_match=match,
         )
-        return self._render(request, info.resource, page.items, list_meta=page.list_meta())
+        return await self._render(request, info.resource, page.items, list_meta=page.list_meta())
 
     # ---- patch -----------------------------------------------------------------------------
 
@@ -404,15 +408,18 @@ class ResourceHandlers:
             patch = request.state.body
         else:
             raw = await request.body()
-            patch = codec.decode_body(
-                raw, "application/yaml" if content_type.endswith("yaml") else "application/json"
+            patch = await offload(
+                codec.decode_body,
+                raw,
+                "application/yaml" if content_type.endswith("yaml") else "application/json",
             )
             if request.scope.get(SCOPE_IN_PROCESS):
                 pass  # serialized from dicts by our own client: no key can appear twice
             elif content_type != "application/apply-patch+yaml":
-                notes = notes_for_patch(raw, content_type, self._field_validation(request))
+                validation = self._field_validation(request)
+                notes = await offload(notes_for_patch, raw, content_type, validation)
             elif self._field_validation(request) != "Ignore":
-                apply_duplicates = yaml_duplicates(raw.decode("utf-8", "replace"))
+                apply_duplicates = await offload(yaml_duplicates, raw.decode("utf-8", "replace"))
         dry_run = self._dry_run(request)
         if content_type == "application/apply-patch+yaml":
             return await self._apply(request, info, patch, dry_run, apply_duplicates)

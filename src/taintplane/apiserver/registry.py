@@ -22,6 +22,7 @@ from taintplane.api.decoding import format_time
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, ResourceType, Scheme
 from taintplane.apiserver.codec import clone
+from taintplane.apiserver.fairness import LARGE_OBJECT_BYTES, offload, offloading
 from taintplane.apiserver.fieldmanager import managed_fields_base
 from taintplane.apiserver.registry_checks import (
     Apply,
@@ -111,7 +112,7 @@ class Registry(RegistryReads):
         notes: DecodeNotes = NO_NOTES,
     ) -> dict[str, Any]:
         obj: dict[str, Any] = clone(body)
-        check_type(resource, obj, field_validation, notes=notes)
+        await offload(check_type, resource, obj, field_validation, notes=notes)
         metadata = meta(obj)
         if resource.namespaced:
             if metadata.get("namespace") and metadata["namespace"] != namespace:
@@ -150,7 +151,7 @@ class Registry(RegistryReads):
         base = managed_fields_base(sent_managed_fields, None, from_request=apply is None)
         if base:
             metadata["managedFields"] = base
-        self._record_fields(resource, obj, None, manager, apply, "")
+        await self._record_fields(resource, obj, None, manager, apply, "")
         if dry_run:
             return obj
         # A generated name that is taken is generated again, up to 8 tries in all, as
@@ -218,7 +219,7 @@ class Registry(RegistryReads):
         notes: DecodeNotes = NO_NOTES,
     ) -> dict[str, Any]:
         new: dict[str, Any] = clone(body)
-        check_type(resource, new, field_validation, notes=notes)
+        await offload(check_type, resource, new, field_validation, notes=notes)
         check_update_name(new, name, namespace, namespaced=resource.namespaced)
         precondition = meta(new).get("resourceVersion") or None
         while True:
@@ -272,26 +273,30 @@ class Registry(RegistryReads):
             # stored bytes have no resourceVersion, so it is put back.
             current: dict[str, Any] = orjson.loads(kv.value)
             current.setdefault("metadata", {})["resourceVersion"] = meta(old)["resourceVersion"]
-            new = mutate(current)
-            check_type(resource, new, field_validation, baseline=old, notes=notes)
-            expected = meta(new).get("resourceVersion")
-            if expected and expected != meta(old)["resourceVersion"]:
-                raise from_store_error(store_errors.Conflict(name, 0), resource, name)
-            try:
-                return await self._write_update(
-                    resource,
-                    namespace,
-                    name,
-                    new,
-                    old,
-                    subresource,
-                    dry_run,
-                    manager,
-                    apply,
-                    raced=_LostRace,
+            # A large object makes a small request expensive: its work leaves the event loop.
+            with offloading(len(kv.value) > LARGE_OBJECT_BYTES):
+                new = await offload(mutate, current)
+                await offload(
+                    check_type, resource, new, field_validation, baseline=old, notes=notes
                 )
-            except _LostRace:
-                continue
+                expected = meta(new).get("resourceVersion")
+                if expected and expected != meta(old)["resourceVersion"]:
+                    raise from_store_error(store_errors.Conflict(name, 0), resource, name)
+                try:
+                    return await self._write_update(
+                        resource,
+                        namespace,
+                        name,
+                        new,
+                        old,
+                        subresource,
+                        dry_run,
+                        manager,
+                        apply,
+                        raced=_LostRace,
+                    )
+                except _LostRace:
+                    continue
 
     async def _write_update(
         self,
@@ -371,7 +376,7 @@ class Registry(RegistryReads):
             # A no-op update does not write (and keeps the resourceVersion); an apply that
             # changes no value still records its applier (a new co-owner is a write).
             return old
-        self._record_fields(resource, new, old, manager, apply, subresource, merged)
+        await self._record_fields(resource, new, old, manager, apply, subresource, merged)
         if _without_times(new) == _without_times(old):
             return old  # a no-op update does not write (and keeps the resourceVersion)
         if dry_run:
@@ -566,7 +571,7 @@ class Registry(RegistryReads):
         self._written(resource)
         return revision
 
-    def _record_fields(
+    async def _record_fields(
         self,
         resource: ResourceType,
         new: dict[str, Any],
@@ -576,7 +581,8 @@ class Registry(RegistryReads):
         subresource: str,
         merged: dict[str, Any] | None = None,
     ) -> None:
-        record_fields(
+        await offload(
+            record_fields,
             self.clock,
             resource,
             new,

@@ -16,6 +16,7 @@ import orjson
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, ResourceType, Scheme
 from taintplane.api.selectors import FieldSelector, LabelSelector
+from taintplane.apiserver.fairness import offload, yield_turn
 from taintplane.apiserver.list_options import EXACT, decode_continue, encode_continue
 from taintplane.apiserver.status import APIError, from_store_error
 from taintplane.apiserver.strategies import Strategy, strategy_for
@@ -35,6 +36,8 @@ __all__ = [
 ]
 
 _METADATA = b'"metadata":{'
+#: Objects decoded and matched in one step of a list (see RegistryReads.list).
+_CHUNK = 500
 
 
 def encode_for_storage(obj: dict[str, Any]) -> bytes:
@@ -247,12 +250,15 @@ class RegistryReads:
         while True:
             page = await self._page(start, revision, page_size, after)
             revision = page.revision
-            for at, kv in enumerate(page.items, start=1):
-                obj = self._decode(kv)
-                if labels is not None and not labels.matches(meta(obj).get("labels")):
-                    continue
-                if fields is not None and not fields.matches(strategy.field_values(obj)):
-                    continue
+            matched: list[tuple[int, KV, dict[str, Any]]] = []
+            # Decoded and matched in chunks, between which other requests get their turn
+            # (in the worker thread for a request in a seat for expensive work).
+            for first in range(0, len(page.items), _CHUNK):
+                if first:
+                    await yield_turn()
+                chunk = page.items[first : first + _CHUNK]
+                matched += await offload(_matching, chunk, first, labels, fields, strategy)
+            for at, kv, obj in matched:
                 items.append(obj)
                 if limit and len(items) == limit:
                     if at == len(page.items) and page.continue_after is None:
@@ -428,6 +434,26 @@ class RegistryReads:
             raise from_store_error(error, resource, "") from error
         finally:
             watch.close()
+
+
+def _matching(
+    kvs: Sequence[KV],
+    offset: int,
+    labels: LabelSelector | None,
+    fields: FieldSelector | None,
+    strategy: Strategy,
+) -> list[tuple[int, KV, dict[str, Any]]]:
+    """The decoded objects of ``kvs`` the selectors match, each with its 1-based position in
+    the page (``offset``: where ``kvs`` starts in it)."""
+    found = []
+    for at, kv in enumerate(kvs, start=offset + 1):
+        obj = RegistryReads._decode(kv)
+        if labels is not None and not labels.matches(meta(obj).get("labels")):
+            continue
+        if fields is not None and not fields.matches(strategy.field_values(obj)):
+            continue
+        found.append((at, kv, obj))
+    return found
 
 
 def _left_selection(

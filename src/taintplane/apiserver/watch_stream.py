@@ -9,6 +9,7 @@ from typing import Any
 
 from taintplane.api.scheme import ResourceType
 from taintplane.apiserver import codec
+from taintplane.apiserver.fairness import yield_turn
 from taintplane.apiserver.registry import WatchProgress
 from taintplane.apiserver.status import APIError
 from taintplane.apiserver.tables import table_for
@@ -20,6 +21,8 @@ __all__ = ["PRE_TIMEOUT", "watch_lines"]
 #: the watcher timeout - for now we simply set it 2s before the deadline"), so a client that
 #: reconnects resumes from a revision as recent as possible.
 PRE_TIMEOUT = 2.0
+#: Events queued between two turns for other requests.
+_TURN_EVERY = 100
 
 
 async def watch_lines(
@@ -43,8 +46,14 @@ async def watch_lines(
 
     async def pump() -> None:
         try:
+            sent = 0
             async for item in events:
                 await queue.put(("event", item))
+                sent += 1
+                if sent % _TURN_EVERY == 0:
+                    # The initial events of a large kind come in one burst, without a wait:
+                    # other requests get their turn in between.
+                    await yield_turn()
         except APIError as error:
             await queue.put(("error", error.status))
         await queue.put(("end", None))
