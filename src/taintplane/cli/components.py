@@ -20,7 +20,7 @@ from taintplane import runtime
 from taintplane.cli.admin import kubeconfig_option
 from taintplane.cli.errors import InputFileError
 from taintplane.cli.kubeconfig import load_target
-from taintplane.cli.logs import setup_logging
+from taintplane.cli.logs import setup_logging, verbosity_options
 from taintplane.client import ApiError, Client, HTTPTransport, resource
 from taintplane.client.client import COMPONENT_FIELD_MANAGERS
 from taintplane.client.leaderelection import LeaderElector
@@ -33,7 +33,8 @@ SELF_SUBJECT_REVIEWS = resource("authentication.k8s.io", "v1", "selfsubjectrevie
 
 def _run(kubeconfig: str | None, what: str, build: Callable[[Client], Awaitable[None]]) -> None:
     target = load_target(kubeconfig)
-    setup_logging(0, None)
+    options = click.get_current_context().params
+    setup_logging(options.get("verbose", 0), options.get("log_file"))
 
     async def main() -> None:
         transport = HTTPTransport(target.server, token=target.token, verify=target.verify)
@@ -92,7 +93,8 @@ async def lead(
 @click.command("scheduler")
 @kubeconfig_option
 @leader_elect_option
-def scheduler_command(kubeconfig: str | None, leader_elect: bool) -> None:
+@verbosity_options
+def scheduler_command(kubeconfig: str | None, leader_elect: bool, **_logging: Any) -> None:
     """Run the scheduler alone against an API server (with leader election on a Lease).
 
     \b
@@ -119,8 +121,9 @@ def scheduler_command(kubeconfig: str | None, leader_elect: bool) -> None:
     show_default=True,
     help="Comma-separated controller names to run ('*' for all), as kube-controller-manager.",
 )
+@verbosity_options
 def controller_manager_command(
-    kubeconfig: str | None, leader_elect: bool, controllers: str
+    kubeconfig: str | None, leader_elect: bool, controllers: str, **_logging: Any
 ) -> None:
     """Run the controller manager alone against an API server.
 
@@ -170,8 +173,9 @@ def controller_manager_command(
     type=click.Path(dir_okay=False, path_type=Path),
     help="YAML file of node pools, as for `taintplane up --cluster`.",
 )
+@verbosity_options
 def agents_command(
-    kubeconfig: str | None, node_count: int | None, cluster_file: Path | None
+    kubeconfig: str | None, node_count: int | None, cluster_file: Path | None, **_logging: Any
 ) -> None:
     """Run simulated kubelets alone against an API server.
 

@@ -60,8 +60,8 @@ def verbosity_options(function: click.decorators.FC) -> click.decorators.FC:
         type=click.Path(dir_okay=False, path_type=Path),
         default=None,
         metavar="PATH",
-        help="Append logs to this file instead of the terminal (with --detach, the default "
-        "is DATA_DIR/taintplane.log).",
+        help="Append logs to this file instead of the terminal (`up --detach` writes them "
+        "to DATA_DIR/taintplane.log unless told otherwise).",
     )(function)
     return click.option(
         "-v",
