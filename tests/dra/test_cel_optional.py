@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from taintplane.dra.allocator import Allocator
+from taintplane.dra.allocator import AllocationError, Allocator
 from taintplane.dra.cel import CelCache, CelError, device_variable
 
 DEVICE = device_variable(
@@ -117,3 +117,48 @@ def test_optional_lookup_is_a_lookup_with_a_default(
         f"{GPU}.?{key}.hasValue() == {'true' if key in present else 'false'}",
     ):
         assert CelCache().get(expression).matches(device), expression
+
+
+TEN = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"
+#: Upstream's compile test "expensive": 85 555 551 by estimate, and as much when run.
+EXPENSIVE = (
+    f"{TEN}.all(x, {TEN}.all(y, {TEN}.all(z, {TEN}.all(z2, {TEN}.all(z3, {TEN}.all(z4, "
+    f"{TEN}.all(z5, int('1'.find('[0-9]*')) < 100)))))))"
+)
+
+
+def test_a_selector_over_the_cost_limit_stops_as_upstreams_program_does() -> None:
+    with pytest.raises(CelError, match=r"^operation cancelled: actual cost limit exceeded$"):
+        CelCache().get(EXPENSIVE).matches(DEVICE)
+
+
+def test_over_the_limit_by_estimate_but_not_on_this_device() -> None:
+    """Four loops over a domain's attributes: too costly for the largest device allowed,
+    cheap for one with three attributes, as upstream's actual cost would be."""
+    loops = f"{GPU}.all(a, {GPU}.all(b, {GPU}.all(c, {GPU}.all(d, a != d || a == d))))"
+    assert CelCache().get(loops).matches(DEVICE) is True
+
+
+def test_the_allocator_reports_the_runtime_cost_error() -> None:
+    slices = [
+        {
+            "metadata": {"name": "s"},
+            "spec": {
+                "driver": "gpu.example.com",
+                "nodeName": "node-1",
+                "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0"}],
+            },
+        }
+    ]
+    classes = {"gpu": {"spec": {"selectors": [{"cel": {"expression": EXPENSIVE}}]}}}
+    claim = {
+        "metadata": {"name": "c", "namespace": "default", "uid": "u"},
+        "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}},
+    }
+    with pytest.raises(AllocationError) as raised:
+        Allocator([claim], set(), classes, slices).allocate("node-1", {})
+    assert str(raised.value) == (
+        "class gpu: selector #0 on device gpu.example.com/p/gpu-0: CEL runtime error: "
+        "operation cancelled: actual cost limit exceeded"
+    )

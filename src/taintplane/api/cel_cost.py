@@ -29,7 +29,9 @@ most (as in cel-go, where an unbounded range saturates the estimate).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from taintplane.api.cel_syntax import (
     Binary,
@@ -46,12 +48,22 @@ from taintplane.api.cel_syntax import (
     parse,
 )
 
-__all__ = ["CEL_SELECTOR_EXPRESSION_MAX_COST", "COST_LIMIT_EXCEEDED", "estimate_cost"]
+__all__ = [
+    "CEL_SELECTOR_EXPRESSION_MAX_COST",
+    "COST_LIMIT_EXCEEDED",
+    "UNBOUNDED_COST",
+    "Shape",
+    "device_fields",
+    "estimate_cost",
+]
 
 #: ``resource.CELSelectorExpressionMaxCost``
 CEL_SELECTOR_EXPRESSION_MAX_COST = 1_000_000
 COST_LIMIT_EXCEEDED = "too complex, exceeds cost limit"
 _UNBOUNDED = 2**64 - 1
+#: Estimates this large only come from a size that is unknown (cel-go's math.MaxUint64,
+#: perhaps scaled by a cost factor): known sizes (at most 64) would need a dozen nested loops.
+UNBOUNDED_COST = 2**60
 _STRING_TRAVERSAL = 0.1
 _REGEX_LENGTH = 0.25
 _LIST_CREATE, _MAP_CREATE = 10, 30
@@ -100,8 +112,9 @@ def _factor(size: int | None, factor: float) -> int:
 
 
 class _Estimator:
-    def __init__(self) -> None:
+    def __init__(self, fields: Mapping[str, Shape] | None = None) -> None:
         self.scopes: list[dict[str, Shape]] = [{"device": _STRUCT}]
+        self.fields = _DEVICE_FIELDS if fields is None else fields
 
     def lookup(self, name: str) -> Shape:
         for scope in reversed(self.scopes):
@@ -120,7 +133,7 @@ class _Estimator:
             case Select(operand, field):
                 cost, shape = self.cost(operand)
                 if shape is _STRUCT:
-                    return _add(cost, 1), _DEVICE_FIELDS.get(field, Shape())
+                    return _add(cost, 1), self.fields.get(field, Shape())
                 return _add(cost, 1), shape.value or Shape()
             case Index(operand, index):
                 cost, shape = self.cost(operand)
@@ -275,8 +288,36 @@ def _literal_shape(text: str) -> Shape:
     return Shape(1)
 
 
-def estimate_cost(expression: str) -> int:
-    """The worst-case cost; raises :class:`~taintplane.api.cel_syntax.CelSyntaxError` when
-    the expression cannot be parsed here."""
-    cost, _ = _Estimator().cost(parse(expression))
+def device_fields(
+    driver: str,
+    attributes: Mapping[str, Mapping[str, Any]],
+    capacity: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Shape]:
+    """The sizes of one device's fields, for the cost of evaluating a selector on it (what
+    cel-go's runtime cost tracker counts: its actual maps and strings)."""
+
+    def nested(domains: Mapping[str, Mapping[str, Any]], value: Callable[[Any], int]) -> Shape:
+        ids = [i for entries in domains.values() for i in entries]
+        values = [value(v) for entries in domains.values() for v in entries.values()]
+        inner = Shape(
+            max((len(e) for e in domains.values()), default=0),
+            Shape(max((len(i) for i in ids), default=0)),
+            Shape(max(values, default=0)),
+            "map",
+        )
+        return Shape(len(domains), Shape(max((len(d) for d in domains), default=0)), inner, "map")
+
+    return {
+        "driver": Shape(len(driver)),
+        "attributes": nested(attributes, lambda v: len(v) if isinstance(v, str) else 1),
+        "capacity": nested(capacity, lambda _: 1),
+    }
+
+
+def estimate_cost(expression: str, fields: Mapping[str, Shape] | None = None) -> int:
+    """The worst-case cost, over every device the DRA environment allows or (``fields``, from
+    :func:`device_fields`) for one device; raises
+    :class:`~taintplane.api.cel_syntax.CelSyntaxError` when the expression cannot be parsed
+    here."""
+    cost, _ = _Estimator(fields).cost(parse(expression))
     return cost

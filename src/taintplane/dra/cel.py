@@ -19,7 +19,9 @@ quantity("1024Mi")``).
 The evaluator is the ``common-expression-language`` package (a CEL implementation in Rust).
 It lacks the optional selection syntax (``x.?f``, ``m[?k]``) and ``cel.bind``, which
 upstream's environment has: :mod:`taintplane.api.cel_syntax` rewrites those into syntax it
-has. Worst-case costs are estimated at validation (:mod:`taintplane.api.cel_cost`).
+has. Worst-case costs are estimated (:mod:`taintplane.api.cel_cost`): at validation, and for
+an expression over the limit (stored before, or restored from a snapshot) again per device
+with its own sizes, failing as upstream's program does when that exceeds the limit.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from taintplane.api.cel_cost import (
+    CEL_SELECTOR_EXPRESSION_MAX_COST,
+    UNBOUNDED_COST,
+    device_fields,
+    estimate_cost,
+)
 from taintplane.api.cel_syntax import (
     HAS_INDEX,
     CelSyntaxError,
@@ -41,8 +49,17 @@ from taintplane.api.quantity import QuantityError, parse_quantity
 if TYPE_CHECKING:
     import cel
 
-__all__ = ["NO_SUCH_KEY_HINT", "CelCache", "CelError", "CompiledSelector", "DeviceView"]
+__all__ = [
+    "ACTUAL_COST_EXCEEDED",
+    "NO_SUCH_KEY_HINT",
+    "CelCache",
+    "CelError",
+    "CompiledSelector",
+    "DeviceView",
+]
 
+#: cel-go's error when a program's cost limit is reached (``CELSelectorExpressionMaxCost``).
+ACTUAL_COST_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 NO_SUCH_KEY_HINT = (
     ". Consider using CEL optional chaining (?), has() macro, or orValue() for optional fields"
 )
@@ -234,6 +251,11 @@ class CompiledSelector:
         import cel
 
         try:
+            # Worst case over all devices; evaluations pay for a closer look only beyond it.
+            self._cost = estimate_cost(expression)
+        except CelSyntaxError:
+            self._cost = 0
+        try:
             self._program: cel.Program | None = cel.compile(text)
         except (ValueError, RuntimeError) as error:
             self._program = None
@@ -242,6 +264,15 @@ class CompiledSelector:
     def matches(self, device: DeviceView) -> bool:
         if self._program is None:
             raise CelError(self.error)
+        if self._cost > CEL_SELECTOR_EXPRESSION_MAX_COST:
+            # Upstream's program stops at the cost limit; the package has none, so the cost
+            # is reckoned for this device's own maps and strings instead. An unbounded figure
+            # comes from values whose size only evaluation knows (a quantity, a function's
+            # result): nothing can be said of it beforehand, and it runs.
+            fields = device_fields(device.driver, device.attributes, device.capacity)
+            cost = estimate_cost(self.expression, fields)
+            if CEL_SELECTOR_EXPRESSION_MAX_COST < cost < UNBOUNDED_COST:
+                raise CelError(ACTUAL_COST_EXCEEDED)
         variable = {
             "driver": device.driver,
             "attributes": self._with_defaults("attributes", device.attributes),
