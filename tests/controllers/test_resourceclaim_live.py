@@ -237,10 +237,10 @@ def test_a_claim_by_name_is_deallocated_when_its_last_pod_is_gone(tmp_path):
 
 def test_generate_name_and_pod_done():
     assert generate_name("trainer", "gpu") == "trainer-gpu-"
-    long = generate_name("p" * 40, "c" * 40)
-    assert len(long) == 57
-    assert long.startswith("p" * 28)
-    assert long.endswith("c" * 28 + "-")
+    # Upstream cuts both names in proportion (len * 57 / len("<pod>-<claim>-")), no dash after.
+    assert generate_name("p" * 40, "c" * 40) == "p" * 27 + "-" + "c" * 27
+    assert generate_name("p" * 50, "gpu") == "p" * 50 + "-gpu-"  # 55: fits
+    assert generate_name("p" * 53, "gpu") == "p" * 52 + "-gp"  # 58: cut
     assert is_pod_done({"metadata": {}, "status": {"phase": "Succeeded"}})
     assert is_pod_done({"metadata": {"deletionTimestamp": "x"}, "spec": {}})
     assert not is_pod_done({"metadata": {"deletionTimestamp": "x"}, "spec": {"nodeName": "n"}})

@@ -36,12 +36,16 @@ _POD_PREFIX, _CLAIM_PREFIX = "pod:", "claim:"
 
 
 def generate_name(pod_name: str, pod_claim_name: str) -> str:
-    """Upstream's ``generateName``: ``<pod>-<claim>-``, shortened in the middle when long."""
-    name = f"{pod_name}-{pod_claim_name}"
+    """Upstream's ``generateName``: ``<pod>-<claim>-``; when longer than 57, both names cut in
+    proportion to their length and joined by a dash, with no dash after (as upstream's)."""
+    name = f"{pod_name}-{pod_claim_name}-"
     if len(name) > _MAX_BASE_LEN:
-        half = _MAX_BASE_LEN // 2
-        name = name[:half] + name[len(name) - half :]
-    return name + "-"
+        keep = (
+            len(pod_name) * _MAX_BASE_LEN // len(name),
+            len(pod_claim_name) * _MAX_BASE_LEN // len(name),
+        )
+        name = f"{pod_name[: keep[0]]}-{pod_claim_name[: keep[1]]}"
+    return name
 
 
 def is_pod_done(pod: dict[str, Any]) -> bool:
