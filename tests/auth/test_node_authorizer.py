@@ -474,3 +474,50 @@ def test_a_data_dir_from_before_loses_the_nodes_group_binding(tmp_path: Path) ->
                 await scenario(call)
 
     asyncio.run(main())
+
+
+def test_the_relation_follows_pods_as_they_come_and_go(tmp_path: Path) -> None:
+    secret = "/api/v1/namespaces/default/secrets/late"
+
+    async def scenario(call: Call) -> None:
+        assert refusal(await call("GET", secret))[1].endswith(UNRELATED)  # the index is built
+        late = pod("late", "node-1", volumes=[{"name": "s", "secret": {"secretName": "late"}}])
+        assert (await call("POST", PODS, late, ADMIN)).status_code == 201
+        assert (await call("GET", secret)).status_code == 404  # related at once: allowed
+        gone = await call("DELETE", f"{PODS}/late", {"gracePeriodSeconds": 0}, ADMIN)
+        assert gone.status_code == 200, gone.text
+        assert (await call("GET", f"{PODS}/late", token=ADMIN)).status_code == 404
+        assert refusal(await call("GET", secret))[1].endswith(UNRELATED)
+
+    run(tmp_path, scenario)
+
+
+def test_without_the_index_the_namespace_is_read(tmp_path: Path) -> None:
+    # The index's watch failed (compaction, the store closing): the same answers, read slowly.
+    async def main() -> None:
+        store = await SqliteStore(tmp_path / "store.db").open()
+        server = APIServer(store, VirtualClock(), tokens=TOKENS)
+        await server.bootstrap()
+        assert server.guard is not None
+
+        async def no_index(node: str, namespace: str) -> None:
+            return None
+
+        server.guard.authorizer.node.graph.pods_on = no_index  # type: ignore[method-assign]
+        transport = httpx.ASGITransport(app=server.app)
+        async with httpx.AsyncClient(transport=transport, base_url="https://test") as http:
+
+            async def call(method: str, path: str, body: Any = None, token: str = NODE) -> Any:
+                headers = {"Authorization": f"Bearer {token}"}
+                return await http.request(method, path, json=body, headers=headers)
+
+            await _seed(call)
+            core = "/api/v1/namespaces/default"
+            assert (await call("GET", f"{core}/secrets/my-secret")).status_code == 404
+            assert refusal(await call("GET", f"{core}/secrets/other"))[1].endswith(UNRELATED)
+            claims = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+            assert (await call("GET", f"{claims}/my-claim")).status_code == 200
+        await server.close()
+        await store.close()
+
+    asyncio.run(main())

@@ -10,11 +10,10 @@ and NodeRules (node status, events, mirror pods, pod status and evictions, which
 NodeRestriction admission narrows). Everything else is no opinion, left to RBAC, which binds
 ``system:node`` to nobody (as upstream since 1.8).
 
-Upstream answers "is this object related to this node" from a graph its informers keep;
-taintplane reads the relation from the objects themselves when a node asks, which is the same
-answer (a pod is in the graph from when it is bound until it is deleted) without keeping a
-graph for the rare node identity: a lookup costs one read, or a list of the namespace's pods
-bound to the node.
+Upstream answers "is this object related to this node" from a graph its informers keep. Here
+a pod and a ResourceSlice are read by name when asked for (a pod is in the graph from when it
+is bound until it is deleted, a slice while its ``spec.nodeName`` is the node); what pods
+name comes from ``node_graph.py``, an index of pods by node kept from a watch.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ from taintplane.api.selectors import (
     parse_field_selector,
 )
 from taintplane.apiserver.auth.attributes import Request
+from taintplane.apiserver.auth.node_graph import NodeGraph
 from taintplane.apiserver.auth.policy import NODE_RULES
 from taintplane.apiserver.auth.rbac import Decision
 from taintplane.apiserver.auth.rules import rule_allows
@@ -132,6 +132,7 @@ class NodeAuthorizer:
         assert pods is not None
         self.pods: ResourceType = pods
         self.slices = scheme.by_kind("resource.k8s.io/v1", "ResourceSlice")
+        self.graph = NodeGraph(registry, _REFERENCES)
         self._checks: dict[tuple[str, str], Check] = {
             ("", "secrets"): self._read_namespaced,
             ("", "configmaps"): self._read_namespaced,
@@ -305,6 +306,12 @@ class NodeAuthorizer:
         references = _REFERENCES.get(resource)
         if references is None:  # PersistentVolumes, VolumeAttachments: taintplane has none
             return unknown
+        named = await self.graph.pods_on(node, namespace)
+        if named is not None:
+            if any(name in refs.get(resource, ()) for refs in named):
+                return ""
+            return self._unrelated(node, kind, namespace, name)
+        # No index (its watch just failed): read the namespace's pods on the node.
         selector = FieldSelector((FieldRequirement("spec.nodeName", node),))
         pods = (await self.registry.list(self.pods, namespace, fields=selector)).items
         for pod in pods:
