@@ -320,3 +320,17 @@ def test_node_status_quantities_are_validated(api):
         '[status.capacity.pods: Invalid value: "-1": must be greater than or equal to 0, '
         'status.allocatable.example.com/gpu: Invalid value: "1500m": must be an integer]'
     )
+
+
+@pytest.mark.parametrize("subresource", ["", "/status"])
+def test_the_mirror_pod_annotation_is_not_added_by_an_update(api, subresource):
+    """ValidatePodSpecificAnnotationUpdates: NodeRestriction trusts this annotation to mark
+    a node's static pods, so only a create may carry it."""
+    at, created = _create(api, "pods")
+    body = {"metadata": {"annotations": {"kubernetes.io/config.mirror": "x"}}}
+    refused = api.patch(f"{at}{subresource}", json=body, headers=MERGE)
+    assert _invalid(refused) == (
+        "metadata.annotations[kubernetes.io/config.mirror]: Forbidden: may not add mirror "
+        "pod annotation"
+    )
+    assert api.get(at).json() == created

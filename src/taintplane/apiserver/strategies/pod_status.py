@@ -12,7 +12,14 @@ from typing import Any
 from taintplane.api import names
 from taintplane.api.field import FieldError, Path
 
-__all__ = ["prepare_pod_status_update", "validate_pod_status_update"]
+__all__ = [
+    "prepare_pod_status_update",
+    "validate_pod_annotation_updates",
+    "validate_pod_status_update",
+]
+
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+APPARMOR_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
 
 #: validatePodConditions leaves the system condition types alone; others are qualified names.
 SYSTEM_CONDITIONS = ("PodScheduled", "Ready", "Initialized")
@@ -55,7 +62,8 @@ def validate_pod_status_update(new: dict[str, Any], old: dict[str, Any]) -> list
     status, old_status = _dict(new.get("status")), _dict(old.get("status"))
     spec, old_spec = _dict(new.get("spec")), _dict(old.get("spec"))
     # Upstream passes the metadata path here: the condition errors read metadata.conditions.
-    errors = _conditions(status.get("conditions"), Path.root("metadata", "conditions"))
+    errors = validate_pod_annotation_updates(new, old)
+    errors += _conditions(status.get("conditions"), Path.root("metadata", "conditions"))
     at = Path.root("status")
     nominated = status.get("nominatedNodeName") or ""
     if nominated and nominated != (old_status.get("nominatedNodeName") or ""):
@@ -109,6 +117,37 @@ def validate_pod_status_update(new: dict[str, Any], old: dict[str, Any]) -> list
                     "must not be specified in container status",
                 )
             )
+    return errors
+
+
+def validate_pod_annotation_updates(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    """ValidatePodSpecificAnnotationUpdates: the mirror pod annotation (which marks a
+    kubelet's static pod, and which NodeRestriction trusts) and the deprecated AppArmor
+    annotations are neither added, changed nor removed by an update."""
+    new_annotations = _dict(_dict(new.get("metadata")).get("annotations"))
+    old_annotations = _dict(_dict(old.get("metadata")).get("annotations"))
+    path = Path.root("metadata", "annotations")
+    errors: list[FieldError] = []
+    for key in sorted(old_annotations, key=str):
+        if key in new_annotations and new_annotations[key] == old_annotations[key]:
+            continue
+        if str(key).startswith(APPARMOR_PREFIX):
+            errors.append(
+                FieldError.forbidden(path.key(key), "may not remove or update AppArmor annotations")
+            )
+        if key == MIRROR_POD_ANNOTATION:
+            errors.append(
+                FieldError.forbidden(
+                    path.key(key), "may not remove or update mirror pod annotation"
+                )
+            )
+    for key in sorted(new_annotations, key=str):
+        if key in old_annotations:
+            continue
+        if str(key).startswith(APPARMOR_PREFIX):
+            errors.append(FieldError.forbidden(path.key(key), "may not add AppArmor annotations"))
+        if key == MIRROR_POD_ANNOTATION:
+            errors.append(FieldError.forbidden(path.key(key), "may not add mirror pod annotation"))
     return errors
 
 

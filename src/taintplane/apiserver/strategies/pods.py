@@ -20,6 +20,7 @@ from taintplane.api.validation import (
 from taintplane.apiserver.strategies.base import Strategy, meta, spec_of
 from taintplane.apiserver.strategies.pod_status import (
     prepare_pod_status_update,
+    validate_pod_annotation_updates,
     validate_pod_status_update,
 )
 from taintplane.apiserver.strategies.resource_requirements import (
@@ -165,13 +166,15 @@ class PodStrategy(Strategy):
         if spec_of(new) == spec_of(old):
             # The spec was validated when it was written and no rule depends on anything
             # else (most updates only touch metadata or status): check the metadata alone.
-            return self.validate_object_meta(new)
+            return self.validate_object_meta(new) + validate_pod_annotation_updates(new, old)
         old_tolerations = parse_tolerations(
             spec_of(old).get("tolerations"), Path.root("spec", "tolerations")
         )
         allowed = comparison_operators_allowed(self.features.comparison_operators, old_tolerations)
-        errors = self.validate_object_meta(new) + self._validate_spec(
-            new, comparison_operators=allowed
+        errors = (
+            self.validate_object_meta(new)
+            + self._validate_spec(new, comparison_operators=allowed)
+            + validate_pod_annotation_updates(new, old)
         )
         path = Path.root("spec", "tolerations")
         new_tolerations = parse_tolerations(spec_of(new).get("tolerations"), path)
