@@ -118,3 +118,24 @@ def test_sixteen_clients_merge_patching_one_node_all_succeed(cluster: Any) -> No
     with httpx.Client(base_url=cluster.url) as api:
         labels = api.get("/api/v1/nodes/hot").json()["metadata"]["labels"]
     assert {f"c{i}": str(patches - 1) for i in range(clients)}.items() <= labels.items()
+
+
+def test_a_retried_update_writes_the_checked_body(tmp_path: Path) -> None:
+    """The retry starts from the body as checked (unknown fields dropped, a cluster-scoped
+    object's namespace cleared), not from the raw request."""
+
+    async def scenario(registry: Registry) -> None:
+        await registry.create(NODES, "", {"metadata": {"name": "checked"}})
+        race(registry, NODES, "checked", 2)
+        body = {
+            "metadata": {"name": "checked", "namespace": "nowhere", "labels": {"a": "b"}},
+            "spec": {"unschedulable": True, "bogusField": 1},
+        }
+        updated = await registry.update(NODES, "", "checked", body)
+        stored = await registry.get(NODES, "", "checked")
+        assert stored == updated
+        assert "namespace" not in stored["metadata"]
+        assert stored["spec"] == {"unschedulable": True}
+        assert stored["metadata"]["labels"]["a"] == "b"
+
+    with_registry(tmp_path, scenario)

@@ -222,6 +222,9 @@ class Registry(RegistryReads):
         await offload(check_type, resource, new, field_validation, notes=notes)
         check_update_name(new, name, namespace, namespaced=resource.namespaced)
         precondition = meta(new).get("resourceVersion") or None
+        # A write that loses a race is tried again from the checked body (the write
+        # itself changes the object it is given).
+        checked = clone(new) if precondition is None else new
         while True:
             old = await self.get(resource, namespace, name)
             if precondition is not None and precondition != meta(old)["resourceVersion"]:
@@ -243,7 +246,7 @@ class Registry(RegistryReads):
                     raced=_LostRace if precondition is None else None,
                 )
             except _LostRace:
-                new = clone(body)
+                new = clone(checked)
 
     async def guaranteed_update(
         self,
