@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -28,6 +29,11 @@ def settle_heap() -> None:
 def run(main: Coroutine[Any, Any, _T], *, virtual_time: bool = False) -> _T:
     """``asyncio.run`` on uvloop (each request cheaper), except under virtual time, which needs
     asyncio's own loop (the clock watches the loop's ready queue to know it is quiet)."""
+    # Expensive requests compute in a worker thread (apiserver/fairness.py); the event loop,
+    # whenever it wakes, waits for the interpreter until that thread's slice ends: 1 ms
+    # instead of the default 5 keeps each step of a cheap request quick (canary GET p50
+    # under hostile load 22 -> 14 ms).
+    sys.setswitchinterval(0.001)
     if virtual_time:
         return asyncio.run(main)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
