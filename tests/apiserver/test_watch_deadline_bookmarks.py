@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from taintplane.api.scheme import SCHEME
 from taintplane.apiserver.registry import WatchProgress
@@ -113,3 +115,22 @@ def test_over_http_with_the_official_watch_parameters(tmp_path):
         }
         advance(cluster, clock, 2)
         assert events.get(timeout=10) is None  # the watch ended at 70 s
+
+
+@settings(max_examples=40, deadline=None)
+@given(timeout=st.integers(min_value=-5, max_value=400))
+def test_bookmarks_are_every_minute_then_two_seconds_before_the_end(timeout):
+    """The rule for any timeoutSeconds: a heartbeat each minute while the pre-timeout
+    instant is more than a minute away, then that instant; none for a watch under 2 s."""
+    instants, ended = bookmark_instants(timeout, 500)
+    if timeout == 0:
+        assert ended is None  # no timeout: only heartbeats, until the test stops it
+        assert instants == [60.0 * i for i in range(1, 9)]
+        return
+    assert ended == float(max(timeout, 0))
+    if timeout < 2:
+        assert instants == []
+        return
+    last = float(timeout - 2)
+    heartbeats = [60.0 * i for i in range(1, 9) if 60.0 * i < last]
+    assert instants == [*heartbeats, last]
