@@ -12,7 +12,11 @@
   the backoff queue at once rather than idle (pods that failed with an error still wait).
 
 A pod with ``spec.schedulingGates`` is **gated** (upstream's SchedulingGates PreEnqueue plugin):
-it is never tried, and waits until an update removes its last gate.
+it is never tried, and waits until an update removes its last gate. Other PreEnqueue plugins
+(DynamicResources': a claim not created yet, missing, being deleted or not the pod's own) gate
+a pod the same way each time it would become active: it is not tried (no attempt, no backoff,
+no FailedScheduling) until an event the plugin cares about, or an update of the pod, lets it
+through.
 
 If such an event happens while a pod is being scheduled, the pod goes to backoff rather than
 unschedulable when it fails: otherwise the event that could have helped it would be lost.
@@ -25,7 +29,7 @@ import asyncio
 import heapq
 import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from taintplane.clock import Clock, sleep_or_wake
@@ -39,6 +43,10 @@ MAX_BACKOFF = 10.0
 MAX_IN_UNSCHEDULABLE = 300.0
 #: ``backoffQOrderingWindowDuration``: expiries are truncated to whole windows.
 BACKOFF_ORDERING_WINDOW = 1.0
+SCHEDULING_GATES = "SchedulingGates"
+
+#: A PreEnqueue plugin's check: may the pod be tried now?
+PreEnqueue = Callable[[PodInfo], bool]
 
 
 class ClusterEvent:
@@ -123,8 +131,12 @@ class QueuedPod:
 
 
 class SchedulingQueue:
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, pre_enqueue: Mapping[str, PreEnqueue] | None = None) -> None:
         self.clock = clock
+        #: PreEnqueue plugins after SchedulingGates, by name, in order.
+        self.pre_enqueue = dict(pre_enqueue or {})
+        # Gated pods (lazily cleaned), checked again on the events their gate cares about.
+        self._gated_keys: set[str] = set()
         self._order = itertools.count()
         self._active: list[tuple[int, float, int, str]] = []
         # Pods rejected by plugins (podBackoffQ): by expiry window, then as in the active queue.
@@ -152,9 +164,6 @@ class SchedulingQueue:
             queued.info = info
         if self._where.get(info.key) in ("active", "inflight"):
             return
-        if _gated(info):
-            self._where[info.key] = "gated"
-            return
         self._activate(queued)
 
     def update(self, info: PodInfo) -> None:
@@ -167,7 +176,7 @@ class SchedulingQueue:
         # Upstream's Update: a pod in backoff stays there; an unschedulable one goes to
         # backoff, or active if its backoff is over; a gated one is checked again (PreEnqueue).
         where = self._where.get(info.key)
-        if where == "unschedulable" or (where == "gated" and not _gated(info)):
+        if where in ("unschedulable", "gated"):
             self._move(queued)
 
     def refresh(self, info: PodInfo) -> None:
@@ -181,6 +190,7 @@ class SchedulingQueue:
     def delete(self, key: str) -> None:
         self._pods.pop(key, None)
         self._where.pop(key, None)
+        self._gated_keys.discard(key)
 
     def __contains__(self, key: str) -> bool:
         return key in self._pods
@@ -191,7 +201,27 @@ class SchedulingQueue:
             counts[where] = counts.get(where, 0) + 1
         return counts
 
+    def _gate(self, queued: QueuedPod) -> bool:
+        """``runPreEnqueuePlugins``: the first plugin that holds the pod back gates it (and is
+        remembered as what rejected it, for the events that may let it through)."""
+        info = queued.info
+        gate = SCHEDULING_GATES if _gated(info) else ""
+        for name, may_enqueue in self.pre_enqueue.items():
+            if gate:
+                break
+            if not may_enqueue(info):
+                gate = name
+        if not gate:
+            return False
+        queued.rejected_by = {gate}
+        self._where[info.key] = "gated"
+        self._gated_keys.add(info.key)
+        return True
+
     def _activate(self, queued: QueuedPod) -> None:
+        """Into the active queue (``moveToActiveQ``), unless a PreEnqueue plugin gates it."""
+        if self._gate(queued):
+            return
         key = queued.info.key
         self._where[key] = "active"
         heapq.heappush(
@@ -201,7 +231,10 @@ class SchedulingQueue:
 
     def _to_backoff(self, queued: QueuedPod) -> None:
         """Into the backoff queue (upstream's backoffQueue.add): the error queue if no plugin
-        rejected the pod."""
+        rejected the pod. A PreEnqueue plugin may gate it instead, as upstream's
+        ``moveToBackoffQ`` does (the backoff queue may be popped early)."""
+        if self._gate(queued):
+            return
         key = queued.info.key
         queued.backoff_until = _align(queued.added_at + _backoff(queued.attempts))
         self._where[key] = "backoff"
@@ -346,9 +379,16 @@ class SchedulingQueue:
                 event in INTERESTS.get(p, set()) for p in queued.rejected_by
             ):
                 self._move(queued)
+        for key in list(self._gated_keys):
+            queued = self._pods.get(key)
+            if queued is None or self._where.get(key) != "gated":
+                self._gated_keys.discard(key)
+            elif any(event in INTERESTS.get(p, set()) for p in queued.rejected_by):
+                self._move(queued)
 
     def _move(self, queued: QueuedPod) -> None:
-        """Out of unschedulable: to backoff if its backoff since the failure has not passed."""
+        """Out of unschedulable (or gated): to backoff if its backoff since the failure has not
+        passed, else active (where the PreEnqueue plugins may gate it again)."""
         if self._backing_off(queued):
             self._to_backoff(queued)
         else:

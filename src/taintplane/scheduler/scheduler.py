@@ -130,7 +130,7 @@ class Scheduler:
         # The placement's own maps, which the informer handlers keep current.
         self.nodes = self.placement.nodes
         self.nominated = self.placement.nominated
-        self.queue = SchedulingQueue(clock)
+        self.queue = SchedulingQueue(clock, {names.DYNAMIC_RESOURCES: self.dra.pre_enqueue})
         self._assumed: dict[str, str] = {}  # pod key -> node, until the binding is seen
         self._placed: dict[str, str] = {}  # pod key -> the node whose accounting holds it
         self.recorder = SeriesEventRecorder(

@@ -1,5 +1,7 @@
 """DynamicResources: pods with ResourceClaims land where their devices can be allocated.
 
+* **PreEnqueue** keeps a pod whose claims cannot be resolved yet out of the active queue (no
+  attempt, no FailedScheduling), until a claim or pod event resolves them.
 * **PreFilter** resolves the pod's claims (a template's claim is named in
   ``status.resourceClaimStatuses`` once the resource claim controller made it) and rejects the
   pod outright while a claim is missing, being deleted, not the pod's own, or its device class
@@ -184,6 +186,18 @@ class DynamicResources:
         """The claim as this scheduler last wrote it, until the informer has caught up."""
         uid = (claim.get("metadata") or {}).get("uid", "")
         return self.assumed.get(uid, claim)
+
+    def pre_enqueue(self, pod: PodInfo) -> bool:
+        """``PreEnqueue``: a pod whose claims cannot all be resolved yet (a template's claim not
+        created, a claim missing, being deleted or not the pod's own) is not tried; the claim
+        or pod event that resolves them lets it through."""
+        if not (pod.pod.get("spec") or {}).get("resourceClaims"):
+            return True
+        try:
+            self._pod_claims(pod.pod)
+        except ClaimNameError:
+            return False
+        return True
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
