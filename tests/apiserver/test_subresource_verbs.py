@@ -260,3 +260,15 @@ def test_a_write_cannot_move_its_object(api, subresource):
     assert put.status_code == 400
     assert put.json()["message"] == wrong_namespace
     assert api.get(f"{PODS}/{pod['metadata']['name']}").json() == pod
+
+
+def test_a_binding_that_does_not_decode_is_a_bad_request(api):
+    pod = _pod(api)
+    name = pod["metadata"]["name"]
+    refused = api.post(f"{PODS}/{name}/binding", json={"metadata": [], "target": NODE})
+    assert refused.status_code == 400
+    assert refused.json()["message"] == (
+        'Binding in version "v1" cannot be handled as a Binding: json: cannot unmarshal array '
+        "into Go struct field Binding.metadata of type v1.ObjectMeta"
+    )
+    assert api.get(f"{PODS}/{name}").json() == pod

@@ -113,7 +113,10 @@ def _check_body(info: RequestInfo, body: Any) -> dict[str, Any]:
     if metadata is None:
         metadata = {}
     if not isinstance(metadata, dict):
-        raise APIError.bad_request("a Binding's metadata must be an object")
+        raise APIError.bad_request(
+            'Binding in version "v1" cannot be handled as a Binding: json: cannot unmarshal '
+            f"{_json_type(metadata)} into Go struct field Binding.metadata of type v1.ObjectMeta"
+        )
     namespace = metadata.get("namespace")
     if namespace and namespace != info.namespace:
         raise APIError.bad_request(
