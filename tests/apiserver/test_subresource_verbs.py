@@ -5,6 +5,7 @@ Status with empty details, no Allow header), and nothing is read or written.
 The table is the scheme itself, so a subresource added later is covered without a new test."""
 
 import itertools
+from typing import Any
 
 import httpx
 import pytest
@@ -39,7 +40,7 @@ def _path(resource: ResourceType, name: str, subresource: str) -> str:
     return f"{base}{scope}/{resource.plural}/{name}/{subresource}"
 
 
-def _request(api, method: str, path: str, body: bytes = b"{}") -> httpx.Response:
+def _request(api: httpx.Client, method: str, path: str, body: bytes = b"{}") -> httpx.Response:
     headers = {"Content-Type": "application/merge-patch+json"} if method == "PATCH" else {}
     return api.request(method, path, content=body, headers=headers)
 
@@ -76,12 +77,13 @@ def test_every_subresource_in_the_scheme_has_a_handler():
             assert sub.name in HANDLED_SUBRESOURCES, f"{resource.plural}/{sub.name}"
 
 
-def _pod(api) -> dict:
+def _pod(api: httpx.Client) -> dict[str, Any]:
     name = f"sub-{next(_names)}"
     body = {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
     created = api.post(PODS, json=body)
     assert created.status_code == 201, created.text
-    return created.json()
+    pod: dict[str, Any] = created.json()
+    return pod
 
 
 @pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "DELETE"])

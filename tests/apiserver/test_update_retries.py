@@ -21,8 +21,14 @@ from taintplane.apiserver.status import APIError
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import in_process_cluster
 
-NODES = SCHEME.lookup("", "v1", "nodes")
-assert NODES is not None
+
+def _nodes() -> ResourceType:
+    found = SCHEME.lookup("", "v1", "nodes")
+    assert found is not None
+    return found
+
+
+NODES = _nodes()
 MERGE = "application/merge-patch+json"
 
 

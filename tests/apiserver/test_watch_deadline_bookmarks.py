@@ -15,15 +15,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taintplane.api.scheme import SCHEME
+from taintplane.api.scheme import SCHEME, ResourceType
 from taintplane.apiserver.registry import WatchProgress
 from taintplane.apiserver.watch_stream import watch_lines
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import running_cluster
 from tests.apiserver.test_watch_bookmarks import advance, open_watch, wait_for_sleepers
 
-NODES = SCHEME.lookup("", "v1", "nodes")
-assert NODES is not None
+
+def _nodes() -> ResourceType:
+    found = SCHEME.lookup("", "v1", "nodes")
+    assert found is not None
+    return found
+
+
+NODES = _nodes()
 
 
 async def _idle() -> AsyncIterator[Any]:
