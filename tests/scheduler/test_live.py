@@ -40,6 +40,30 @@ def wait_for_pod(api, name, predicate, namespace="default"):
     raise AssertionError(f"pod {name} never reached the expected state")
 
 
+def wait_for_events(api, field_selector, enough):
+    """The events matching ``field_selector`` once ``enough(events)`` holds, followed through a
+    watch: the scheduler records events after it writes the pod, asynchronously."""
+    path = "/api/v1/namespaces/default/events"
+    listed = api.get(path, params={"fieldSelector": field_selector}).json()
+    events = {e["metadata"]["name"]: e for e in listed["items"]}
+    if enough(list(events.values())):
+        return list(events.values())
+    params = {
+        "watch": "true",
+        "fieldSelector": field_selector,
+        "resourceVersion": listed["metadata"]["resourceVersion"],
+        "timeoutSeconds": "20",
+    }
+    with api.stream("GET", path, params=params) as response:
+        for line in response.iter_lines():
+            if line:
+                event = json.loads(line)["object"]
+                events[event["metadata"]["name"]] = event
+                if enough(list(events.values())):
+                    return list(events.values())
+    raise AssertionError(f"never enough events matching {field_selector}: {len(events)}")
+
+
 def condition(pod):
     return next(
         (c for c in pod.get("status", {}).get("conditions", []) if c["type"] == "PodScheduled"),
@@ -57,10 +81,9 @@ def test_pending_pod_is_bound_as_soon_as_its_taint_goes(api):
         "0/1 nodes are available: 1 node(s) had untolerated taint(s). "
         "no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
-    events = api.get(
-        "/api/v1/namespaces/default/events",
-        params={"fieldSelector": "involvedObject.name=waiting,reason=FailedScheduling"},
-    ).json()["items"]
+    events = wait_for_events(
+        api, "involvedObject.name=waiting,reason=FailedScheduling", lambda found: len(found) >= 1
+    )
     assert [e["message"] for e in events] == [condition(failed)["message"]]
     assert events[0]["type"] == "Warning"
     # Recorded through events.k8s.io/v1: no source, the reporting controller instead.
@@ -99,9 +122,20 @@ def test_many_pods_each_bound_exactly_once(api):
     for pod in many:
         if not pod["spec"].get("nodeName"):
             wait_for_pod(api, pod["metadata"]["name"], lambda p: p["spec"].get("nodeName"))
-    events = api.get(
-        "/api/v1/namespaces/default/events", params={"fieldSelector": "reason=Scheduled"}
-    ).json()["items"]
+    events = wait_for_events(
+        api,
+        "reason=Scheduled",
+        lambda found: (
+            len(
+                {
+                    e["involvedObject"]["name"]
+                    for e in found
+                    if e["involvedObject"]["name"].startswith("many-")
+                }
+            )
+            >= 40
+        ),
+    )
     scheduled = [
         e["involvedObject"]["name"]
         for e in events
