@@ -11,7 +11,12 @@ import pytest
 
 from taintplane.agents.nodes import DeviceSet, NodeShape
 from taintplane.client import ApiError, resource
-from taintplane.controllers.resourceclaim import generate_name, is_pod_done
+from taintplane.client.shared import SharedInformers
+from taintplane.controllers.resourceclaim import (
+    ResourceClaimController,
+    generate_name,
+    is_pod_done,
+)
 from tests.controllers.harness import Sim, simulate
 
 CLAIMS = resource("resource.k8s.io", "v1", "resourceclaims")
@@ -277,3 +282,21 @@ def test_the_finalizer_of_an_unallocated_unreserved_claim_is_left_alone(tmp_path
         assert gone.value.code == 404
 
     simulate(tmp_path, scenario, controllers=("resourceclaim-controller",))
+
+
+def test_a_reservation_for_a_pod_not_yet_seen_is_checked_with_the_api_server(tmp_path):
+    """As upstream's syncClaim: a pod missing from the informer's cache may only be late to it,
+    so the API server is asked before its reservation is dropped; a pod seen deleted is not."""
+
+    async def scenario(sim: Sim) -> None:
+        created = await sim.create_pod(gpu_pod("p"))
+        # Informers never started: every pod is one this controller has not seen.
+        controller = ResourceClaimController(sim.client, sim.clock, SharedInformers(sim.client))
+        ref = {"resource": "pods", "name": "p", "uid": created["metadata"]["uid"]}
+        assert await controller._pod_in_use("default", ref)
+        assert not await controller._pod_in_use("default", {**ref, "uid": "another"})
+        assert not await controller._pod_in_use("default", {**ref, "name": "ghost"})
+        controller._pod_deleted(created)
+        assert not await controller._pod_in_use("default", ref)
+
+    simulate(tmp_path, scenario, components=())

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from typing import Any
 
 from taintplane.client import ApiError, Client, object_key, resource
@@ -33,6 +34,7 @@ CLAIMS = resource("resource.k8s.io", "v1", "resourceclaims")
 TEMPLATES = resource("resource.k8s.io", "v1", "resourceclaimtemplates")
 _MAX_BASE_LEN = 57  # 63 minus the 5 random characters and a dash or so, as upstream
 _POD_PREFIX, _CLAIM_PREFIX = "pod:", "claim:"
+_DELETED_PODS_KEPT = 500  # maxUIDCacheEntries
 
 
 def generate_name(pod_name: str, pod_claim_name: str) -> str:
@@ -73,8 +75,10 @@ class ResourceClaimController:
         self.claims = informers.of(CLAIMS)
         self.templates = informers.of(TEMPLATES)
         self.queue = WorkQueue(clock, name="resource_claim")
+        #: uids of pods the informer saw deleted, newest last (upstream's deletedObjects LRU)
+        self._deleted_pods: OrderedDict[str, None] = OrderedDict()
         self.pods.add_handlers(
-            self._pod_changed, lambda old, new: self._pod_changed(new), self._pod_changed
+            self._pod_changed, lambda old, new: self._pod_changed(new), self._pod_deleted
         )
         self.claims.add_handlers(
             self._claim_changed, lambda old, new: self._claim_changed(new), self._claim_changed
@@ -99,6 +103,15 @@ class ResourceClaimController:
         for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
             if status.get("resourceClaimName"):
                 self.queue.add(f"{_CLAIM_PREFIX}{namespace}/{status['resourceClaimName']}")
+
+    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+        uid = pod["metadata"].get("uid")
+        if uid:
+            self._deleted_pods[str(uid)] = None
+            self._deleted_pods.move_to_end(str(uid))
+            while len(self._deleted_pods) > _DELETED_PODS_KEPT:
+                self._deleted_pods.popitem(last=False)
+        self._pod_changed(pod)
 
     def _claim_changed(self, claim: dict[str, Any]) -> None:
         self.queue.add(_CLAIM_PREFIX + object_key(claim))
@@ -208,15 +221,26 @@ class ResourceClaimController:
 
     # ---- claims: reservations, deallocation, deletion --------------------------------------
 
-    def _pod_in_use(self, namespace: str, ref: dict[str, Any]) -> bool:
+    async def _pod_in_use(self, namespace: str, ref: dict[str, Any]) -> bool:
+        """Whether a ``reservedFor`` entry still holds: a pod seen deleted does not; one not
+        (yet) in the informer's cache is looked up in the API server (dropping a reservation
+        the scheduler has just made for a pod this controller has not seen would be bad);
+        one in the cache holds unless replaced (another uid) or done."""
         if ref.get("resource") != "pods" or ref.get("apiGroup"):
             return True  # not ours to judge
-        pod = self.pods.get(f"{namespace}/{ref.get('name')}")
-        return (
-            pod is not None
-            and pod["metadata"].get("uid") == ref.get("uid")
-            and not (is_pod_done(pod))
-        )
+        if str(ref.get("uid")) in self._deleted_pods:
+            return False
+        name = str(ref.get("name", ""))
+        pod = self.pods.get(f"{namespace}/{name}")
+        if pod is None:
+            try:
+                found = await self.client.get(PODS, name, namespace)
+            except ApiError as error:
+                if error.code != 404:
+                    raise
+                return False
+            return bool(found["metadata"].get("uid") == ref.get("uid"))
+        return pod["metadata"].get("uid") == ref.get("uid") and not is_pod_done(pod)
 
     async def _sync_claim(self, key: str) -> None:
         """Upstream's ``syncClaim``: drop reservations of pods that are gone or done; on that
@@ -231,7 +255,7 @@ class ResourceClaimController:
         namespace = meta.get("namespace", "")
         status = claim.get("status") or {}
         reserved = list(status.get("reservedFor") or [])
-        valid = [ref for ref in reserved if self._pod_in_use(namespace, ref)]
+        valid = [ref for ref in reserved if await self._pod_in_use(namespace, ref)]
         if len(valid) < len(reserved):
             # An update, not a patch: it must fail if anything changed in the meantime.
             updated = {**claim, "status": dict(status)}
