@@ -118,15 +118,18 @@ class Informer:
             self.cache[key] = obj
         for name, func in self._index_funcs.items():
             index = self._indexes[name]
+            values = [] if obj is None else list(func(obj))
             if old is not None:
                 for value in func(old):
+                    if value in values:
+                        continue  # replaced below, in place: a bucket keeps the cache's order
                     bucket = index.get(value)
                     if bucket is not None:
                         bucket.pop(key, None)
                         if not bucket:
                             del index[value]
             if obj is not None:
-                for value in func(obj):
+                for value in values:
                     index[value][key] = obj
         return old
 

@@ -35,7 +35,7 @@ from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
 from taintplane.clock import Clock
 from taintplane.controllers.disruption_scale import SyncError, expected_pods, selector_string
-from taintplane.controllers.workloads import is_pod_ready
+from taintplane.controllers.workloads import NAMESPACE_INDEX, is_pod_ready, namespace_index
 
 __all__ = ["DisruptionController", "disruption_allowed_condition"]
 
@@ -83,6 +83,9 @@ class DisruptionController:
         self.pods = informers.pods
         self.replicasets = informers.of(REPLICASETS)
         self.deployments = informers.of(DEPLOYMENTS)
+        for informer in (self.pods, self.pdbs):
+            if not informer.has_index(NAMESPACE_INDEX):
+                informer.add_index(NAMESPACE_INDEX, namespace_index)
         self._said: dict[tuple[str, str], str] = {}
         self.queue = WorkQueue(clock, name="disruption")
         self.recorder = EventRecorder(client, clock, "controllermanager")
@@ -101,9 +104,7 @@ class DisruptionController:
     def _pod_changed(self, pod: dict[str, Any]) -> None:
         namespace = pod["metadata"].get("namespace", "")
         labels = pod["metadata"].get("labels") or {}
-        for pdb in self.pdbs.cache.values():
-            if pdb["metadata"].get("namespace") != namespace:
-                continue
+        for pdb in self.pdbs.by_index(NAMESPACE_INDEX, namespace):
             try:
                 selector = label_selector_from_dict((pdb.get("spec") or {}).get("selector"))
             except SelectorError:
@@ -199,9 +200,8 @@ class DisruptionController:
             return
         pods = [
             p
-            for p in self.pods.cache.values()
-            if p["metadata"].get("namespace") == namespace
-            and spec.get("selector") is not None
+            for p in self.pods.by_index(NAMESPACE_INDEX, namespace)
+            if spec.get("selector") is not None
             and selector.matches(p["metadata"].get("labels") or {})
         ]
         if not pods:

@@ -23,12 +23,7 @@ from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
 from taintplane.clock import Clock
 from taintplane.controllers.podranking import pods_to_delete
-from taintplane.controllers.replicaset_handlers import (
-    NAMESPACE_INDEX,
-    ReplicaSetHandlers,
-    namespace_index,
-    selector_of,
-)
+from taintplane.controllers.replicaset_handlers import ReplicaSetHandlers, selector_of
 from taintplane.controllers.replicaset_pods import ReplicaSetPods
 from taintplane.controllers.replicaset_status import (
     calculate_status,
@@ -38,12 +33,14 @@ from taintplane.controllers.replicaset_status import (
     status_from_counts,
 )
 from taintplane.controllers.workloads import (
+    NAMESPACE_INDEX,
     OWNER_INDEX,
     Expectations,
     claim,
     controller_ref,
     is_pod_active,
     is_pod_terminating,
+    namespace_index,
     new_controller_ref,
     owner_index,
 )

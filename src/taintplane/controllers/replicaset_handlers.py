@@ -9,16 +9,9 @@ from taintplane.api.selectors import LabelSelector, label_selector_from_dict
 from taintplane.client.informer import Informer, object_key
 from taintplane.client.workqueue import WorkQueue
 from taintplane.controllers.replicaset_pods import ReplicaSetPods
-from taintplane.controllers.workloads import Expectations, controller_ref
+from taintplane.controllers.workloads import NAMESPACE_INDEX, Expectations, controller_ref
 
-__all__ = ["NAMESPACE_INDEX", "ReplicaSetHandlers", "namespace_index", "selector_of"]
-
-#: Informer index of objects by namespace (client-go's ``NamespaceIndex``).
-NAMESPACE_INDEX = "namespace"
-
-
-def namespace_index(obj: dict[str, Any]) -> list[str]:
-    return [str((obj.get("metadata") or {}).get("namespace") or "")]
+__all__ = ["ReplicaSetHandlers", "selector_of"]
 
 
 def selector_of(rs: dict[str, Any]) -> LabelSelector | None:

@@ -19,6 +19,7 @@ from taintplane.client import ApiError, Client
 from taintplane.clock import Clock
 
 __all__ = [
+    "NAMESPACE_INDEX",
     "OWNER_INDEX",
     "Expectations",
     "claim",
@@ -27,6 +28,7 @@ __all__ = [
     "is_pod_available",
     "is_pod_ready",
     "is_pod_terminating",
+    "namespace_index",
     "new_controller_ref",
     "owner_index",
     "pod_ready_since",
@@ -34,6 +36,8 @@ __all__ = [
 
 #: Informer index of objects by their controller's UID (orphans under ``orphan/<namespace>``).
 OWNER_INDEX = "controller"
+#: Informer index of objects by namespace (client-go's ``NamespaceIndex``).
+NAMESPACE_INDEX = "namespace"
 #: How long unmet expectations hold a controller back (upstream's ``ExpectationsTimeout``).
 EXPECTATIONS_TIMEOUT = 5 * 60.0
 
@@ -50,6 +54,10 @@ def owner_index(obj: dict[str, Any]) -> list[str]:
     if ref is not None:
         return [str(ref.get("uid", ""))]
     return [f"orphan/{(obj.get('metadata') or {}).get('namespace', '')}"]
+
+
+def namespace_index(obj: dict[str, Any]) -> list[str]:
+    return [str((obj.get("metadata") or {}).get("namespace") or "")]
 
 
 def new_controller_ref(owner: dict[str, Any]) -> dict[str, Any]:
