@@ -287,3 +287,17 @@ def test_thousands_of_unknown_fields_get_at_most_4_ki_runes_of_warnings(
     warnings = response.headers.get_list("warning")
     assert 0 < len(warnings) < 200
     assert sum(len(w) for w in warnings) < 4096 + 20 * len(warnings)
+
+
+def test_json_sent_as_yaml_is_read_as_json(api: httpx.Client) -> None:
+    # kubectl apply --server-side sends JSON as apply-patch+yaml. go-yaml reads 1e3 as a
+    # number, as JSON does (PyYAML's YAML 1.1 resolver made it the string "1e3").
+    response = api.post(
+        "/api/v1/nodes",
+        content=b'{"metadata": {"name": "json-as-yaml", "labels": {"a": 1e3}}}',
+        headers={"Content-Type": "application/yaml"},
+    )
+    assert message(response, 400).endswith(
+        "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of "
+        "type string"
+    )

@@ -44,6 +44,21 @@ def decode_body(raw: bytes, content_type: str | None) -> Any:
                 error = DepthError()  # orjson's own stop (1024 levels) is past ours
             raise APIError.bad_request(f"error decoding JSON body: {error}") from error
     if kind in YAML_TYPES:
+        if raw.lstrip()[:1] in (b"{", b"["):
+            # JSON is YAML: kubectl's server-side apply sends JSON as apply-patch+yaml, and
+            # orjson reads it a hundred times faster than the YAML loader (go-yaml reads
+            # JSON's numbers and escapes as orjson does; what orjson refuses goes on to YAML).
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError as error:
+                if str(error).startswith("depth limit exceeded"):
+                    raise _too_deep_yaml() from error
+            else:
+                try:
+                    check_depth(value, raw)
+                except DepthError as error:
+                    raise _too_deep_yaml() from error
+                return value
         try:
             value = bounded_yaml.load(raw.decode("utf-8")) if raw.strip() else None
             # YAML has integers of any size, dates and more: keep only what JSON can carry.
@@ -60,6 +75,11 @@ def decode_body(raw: bytes, content_type: str | None) -> Any:
         except (protobuf.ProtobufError, DepthError) as error:
             raise APIError.bad_request(f"error decoding protobuf body: {error}") from error
     raise APIError.unsupported_media_type(kind)
+
+
+def _too_deep_yaml() -> APIError:
+    limit = bounded_yaml.YAMLLimitError(f"yaml: {DepthError().message}")
+    return APIError.bad_request(f"error converting YAML to JSON: {limit}")
 
 
 def encode(obj: Any) -> bytes:
