@@ -98,6 +98,7 @@ class DaemonSetController:
         self.backoff = util.FailedPodsBackoff()
         self.queue = WorkQueue(clock, name="daemonset")
         self.history = DaemonSetHistory(self)
+        self._should_run: dict[tuple[str, str], tuple[Any, Any, tuple[bool, bool]]] = {}
         self.syncer = DaemonSetSync(self)
         self.daemonsets.add_handlers(
             lambda ds: self._enqueue(ds),
@@ -113,9 +114,24 @@ class DaemonSetController:
     # ---- helpers shared with the sync ------------------------------------------------------
 
     def should_run(self, node: dict[str, Any], ds: dict[str, Any]) -> tuple[bool, bool]:
-        return util.node_should_run_daemon_pod(
+        """``NodeShouldRunDaemonPod``, remembered per DaemonSet and node: a sync asks it of
+        every node, and the answer changes only with the template (the DaemonSet's
+        generation) or the node (its resourceVersion)."""
+        ds_meta, node_meta = ds.get("metadata") or {}, node.get("metadata") or {}
+        generation, version = ds_meta.get("generation"), node_meta.get("resourceVersion")
+        if not generation or not version:
+            return util.node_should_run_daemon_pod(
+                node, ds, comparison_operators=self.comparison_operators
+            )
+        key = (str(ds_meta.get("uid", "")), str(node_meta.get("name", "")))
+        found = self._should_run.get(key)
+        if found is not None and found[0] == generation and found[1] == version:
+            return found[2]
+        answer = util.node_should_run_daemon_pod(
             node, ds, comparison_operators=self.comparison_operators
         )
+        self._should_run[key] = (generation, version, answer)
+        return answer
 
     def owned_pods(self, ds: dict[str, Any]) -> list[dict[str, Any]]:
         return self.pods.by_index(OWNER_INDEX, str(ds["metadata"].get("uid", "")))
@@ -144,6 +160,9 @@ class DaemonSetController:
         meta = ds["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         self.expectations.delete(key)
+        uid = str(meta.get("uid", ""))
+        for remembered in [k for k in self._should_run if k[0] == uid]:
+            del self._should_run[remembered]
         self.queue.add(key)
 
     def _pod_added(self, pod: dict[str, Any]) -> None:
