@@ -111,7 +111,7 @@ class Registry(RegistryReads):
         apply: Apply | None = None,
         notes: DecodeNotes = NO_NOTES,
     ) -> dict[str, Any]:
-        obj: dict[str, Any] = clone(body)
+        obj: dict[str, Any] = await offload(clone, body)
         await offload(check_type, resource, obj, field_validation, notes=notes)
         metadata = meta(obj)
         if resource.namespaced:
@@ -130,7 +130,7 @@ class Registry(RegistryReads):
         # sets if they decode (upstream's fieldmanager on create).
         sent_managed_fields = metadata.pop("managedFields", None)
         obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
-        run_strategy(resource, lambda: strategy.default(obj))
+        await offload(run_strategy, resource, lambda: strategy.default(obj))
         if resource.namespaced:
             requested = metadata.get("name") or metadata.get("generateName") or ""
             await self._check_namespace_open(resource, namespace, str(requested))
@@ -146,7 +146,7 @@ class Registry(RegistryReads):
             metadata["name"] = _generate_name(str(metadata["generateName"]))
         name = str(metadata.get("name") or "")
         strategy.prepare_for_create(obj)
-        validate(resource, name, lambda: strategy.validate(obj))
+        await offload(validate, resource, name, lambda: strategy.validate(obj))
         await self.validate_admission("CREATE", resource, namespace, obj, None, "")
         base = managed_fields_base(sent_managed_fields, None, from_request=apply is None)
         if base:
@@ -333,7 +333,7 @@ class Registry(RegistryReads):
         # manager does before defaulting and admission: what the merge and its pruning
         # changed (a pruned default that defaulting puts back included).
         merged = clone(new) if apply is not None else None
-        run_strategy(resource, lambda: strategy.default(new))
+        await offload(run_strategy, resource, lambda: strategy.default(new))
         # Upstream's order, as for create: mutating admission runs in the update handler's
         # objInfo.UpdatedObject, before the store's BeforeUpdate (PrepareForUpdate, which
         # counts the generation, then the strategy's validation); validating admission last.
@@ -361,7 +361,7 @@ class Registry(RegistryReads):
             raise APIError.method_not_allowed(
                 "the server does not allow this method on the requested resource"
             )
-        validate(resource, name, lambda: check(new, old))
+        await offload(validate, resource, name, lambda: check(new, old))
         await self.validate_admission("UPDATE", resource, namespace, new, old, subresource)
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
         # The record of who set what starts from the live entries, or from those the request

@@ -36,8 +36,8 @@ __all__ = [
 ]
 
 _METADATA = b'"metadata":{'
-#: Objects decoded and matched in one step of a list (see RegistryReads.list).
-_CHUNK = 500
+#: Objects decoded and matched in one step of a list (see RegistryReads.list): a few ms.
+_CHUNK = 100
 
 
 def encode_for_storage(obj: dict[str, Any]) -> bytes:
