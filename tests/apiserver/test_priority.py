@@ -175,3 +175,26 @@ def test_admission_sees_every_write_to_classes_at_once(api):
         "priorityClassName"
         not in api.post("/api/v1/namespaces/default/pods", json=pod("t4")).json()["spec"]
     )
+
+
+def test_subresources_are_not_admitted():
+    """As upstream's plugin: an Eviction (CREATE pods/eviction) or a status write is left
+    alone, not given a priority as if it were a pod."""
+    import asyncio
+
+    from taintplane.admission.chain import Attributes
+    from taintplane.admission.priority import Priority
+    from taintplane.api.scheme import SCHEME
+
+    class NoClasses:
+        async def list(self, api_version, kind):
+            return []
+
+        async def get(self, api_version, kind, name, namespace=""):
+            return None
+
+    pods = SCHEME.lookup("", "v1", "pods")
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p"}}
+    attributes = Attributes("CREATE", pods, "default", eviction, None, "eviction")
+    asyncio.run(Priority(NoClasses()).admit(attributes))
+    assert "spec" not in eviction

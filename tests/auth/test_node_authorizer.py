@@ -521,3 +521,27 @@ def test_without_the_index_the_namespace_is_read(tmp_path: Path) -> None:
         await store.close()
 
     asyncio.run(main())
+
+
+def test_evictions_of_its_own_pods_only(tmp_path: Path) -> None:
+    """The Eviction create goes through admission (CREATE pods/eviction), so NodeRestriction's
+    own check answers, with upstream's words, before anything is written."""
+
+    async def scenario(call: Call) -> None:
+        def eviction(name: str) -> dict[str, Any]:
+            return {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}}
+
+        refused = await call("POST", f"{PODS}/theirs/eviction", eviction("theirs"))
+        assert refusal(refused) == (
+            403,
+            'pods "theirs" is forbidden: node node-1 can only evict pods with spec.nodeName '
+            "set to itself",
+        )
+        kept = await call("GET", f"{PODS}/theirs", token=ADMIN)
+        assert "conditions" not in kept.json().get("status", {})
+        missing = await call("POST", f"{PODS}/nobody/eviction", eviction("nobody"))
+        assert refusal(missing) == (404, 'pods "nobody" not found')
+        evicted = await call("POST", f"{PODS}/mine/eviction", eviction("mine"))
+        assert evicted.status_code == 201, evicted.text
+
+    run(tmp_path, scenario)

@@ -44,6 +44,9 @@ class Priority:
         self.lookup = lookup
 
     async def admit(self, attributes: Attributes) -> None:
+        if attributes.subresource:
+            # As upstream: subresources (pods/status, pods/eviction, ...) are not admitted.
+            return
         resource = attributes.resource
         if resource.group == "" and resource.kind == "Pod":
             await self._admit_pod(attributes)

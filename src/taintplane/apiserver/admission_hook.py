@@ -4,7 +4,9 @@ become 403 Forbidden statuses, plain errors 500s as upstream."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from taintplane.admission import Attributes, Chain, Forbidden, NotFound, Rejected
@@ -23,7 +25,26 @@ from taintplane.apiserver.dra_admin_access import authorized_for_admin
 from taintplane.apiserver.registry import Admit, Registry
 from taintplane.apiserver.status import APIError
 
-__all__ = ["RegistryLookup", "create_system_priority_classes", "install_admission"]
+__all__ = [
+    "RegistryLookup",
+    "admitted",
+    "create_system_priority_classes",
+    "install_admission",
+]
+
+_ADMITTED: ContextVar[bool] = ContextVar("admitted", default=False)
+
+
+@contextmanager
+def admitted() -> Iterator[None]:
+    """Writes made on behalf of a request admission has already passed: upstream's
+    EvictionREST admits the Eviction, then updates and deletes the pod through the store,
+    below admission (a node evicting its own pod is not a node updating pod status)."""
+    token = _ADMITTED.set(True)
+    try:
+        yield
+    finally:
+        _ADMITTED.reset(token)
 
 
 class RegistryLookup:
@@ -87,6 +108,8 @@ def install_admission(
             old: dict[str, Any] | None,
             subresource: str = "",
         ) -> None:
+            if _ADMITTED.get():
+                return
             user = CURRENT_USER.get()
             try:
                 await run(Attributes(operation, resource, namespace, obj, old, subresource, user))

@@ -29,6 +29,7 @@ from taintplane.api.decoding import format_time
 from taintplane.api.podconditions import is_pod_ready, update_pod_condition
 from taintplane.api.selectors import SelectorError, label_selector_from_dict
 from taintplane.apiserver import typecheck
+from taintplane.apiserver.admission_hook import admitted
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.requestinfo import RequestInfo
 from taintplane.apiserver.status import APIError, success
@@ -46,6 +47,19 @@ async def evict(
     registry: Registry, info: RequestInfo, body: Any, *, dry_run_query: bool = False
 ) -> dict[str, Any]:
     _check_body(info, body)
+    # The Eviction's own admission (CREATE on pods/eviction: NodeRestriction lets a node
+    # evict only its pods); what follows writes below admission, as EvictionREST does.
+    await registry.admit("CREATE", info.resource, info.namespace, body, None, "eviction")
+    await registry.validate_admission(
+        "CREATE", info.resource, info.namespace, body, None, "eviction"
+    )
+    with admitted():
+        return await _evict(registry, info, body, dry_run_query)
+
+
+async def _evict(
+    registry: Registry, info: RequestInfo, body: Any, dry_run_query: bool
+) -> dict[str, Any]:
     options = (body or {}).get("deleteOptions") if isinstance(body, dict) else None
     options = dict(options) if isinstance(options, dict) else {}
     dry_run = _dry_run(options, dry_run_query)
