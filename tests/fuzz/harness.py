@@ -396,6 +396,7 @@ def calls(draw: st.DrawFn) -> Call:
                 "patch",
                 "hostile",
                 "list",
+                "watch",
                 "delete",
                 "null",
                 "subresource",
@@ -482,6 +483,11 @@ def calls(draw: st.DrawFn) -> Call:
     if action == "list":
         path = draw(st.sampled_from([base, collection(resource, "no-such-ns"), item]))
         return Call("GET", path, draw(LIST_PARAMS))
+    if action == "watch":
+        # A negative timeout ends the watch at once (as upstream's), after its parameters,
+        # initial events and bookmarks are handled.
+        params = {**draw(LIST_PARAMS), "watch": draw(ODD_NUMBERS | st.just("true"))}
+        return Call("GET", base, {**params, "timeoutSeconds": "-1"})
     if action == "delete":
         return Call("DELETE", draw(st.sampled_from([item, base])), draw(DELETE_PARAMS))
     lists = null_in_lists(resource)
