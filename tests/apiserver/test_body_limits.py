@@ -4,6 +4,7 @@ answers in upstream's words, never a 500 and never a stall."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from typing import Any
 
@@ -301,3 +302,24 @@ def test_json_sent_as_yaml_is_read_as_json(api: httpx.Client) -> None:
         "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of "
         "type string"
     )
+
+
+@pytest.mark.parametrize(
+    ("token", "code", "expected"),
+    [
+        # Found by probing after the fuzz run: json.loads' stack, then the store's revision.
+        (b"[" * 5000, 400, "invalid character '[' exceeded max depth"),
+        (
+            b'{"v":"meta.k8s.io/v1","rv":9223372036854775807,"start":"a"}',
+            504,
+            "Timeout: Too large resource version: 9223372036854775807",
+        ),
+    ],
+    ids=["nested", "future-revision"],
+)
+def test_a_forged_continue_token_is_not_a_500(
+    api: httpx.Client, token: bytes, code: int, expected: str
+) -> None:
+    text = base64.urlsafe_b64encode(token).decode().rstrip("=")
+    response = api.get("/api/v1/nodes", params={"limit": "1", "continue": text})
+    assert expected in message(response, code)

@@ -48,9 +48,25 @@ def _quote_char(byte: int) -> str:
     return f"'{text}'"
 
 
+#: Nesting the scanner follows. Go's stops at 10000 levels; this one recurses on Python's
+#: stack (as does json.loads after it), so it stops at 100 with Go's words for its own stop.
+#: An annotation holding JSON nested 5000 deep was a 500 (RecursionError) before.
+MAX_DEPTH = 100
+
+
 class _Scanner:
     def __init__(self, data: bytes) -> None:
         self.data = data
+        self.depth = 0
+
+    def nested(self, byte: int, i: int) -> int:
+        """Scan the object or array opened by ``byte`` (just before ``i``)."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.invalid(byte, "exceeded max depth")
+        end = self.object(i) if byte == ord("{") else self.array(i)
+        self.depth -= 1
+        return end
 
     def at(self, i: int) -> int:
         if i >= len(self.data):
@@ -70,10 +86,8 @@ class _Scanner:
         """Scan the value at or after ``i``; the index just past it."""
         i = self.skip(i)
         byte = self.at(i)
-        if byte == ord("{"):
-            return self.object(i + 1)
-        if byte == ord("["):
-            return self.array(i + 1)
+        if byte in (ord("{"), ord("[")):
+            return self.nested(byte, i + 1)
         if byte == ord('"'):
             return self.string(i + 1)
         if byte == ord("-") or byte in _DIGITS:

@@ -18,7 +18,7 @@ from taintplane.api.scheme import SCHEME, ResourceType, Scheme
 from taintplane.api.selectors import FieldSelector, LabelSelector
 from taintplane.apiserver.fairness import offload, yield_turn
 from taintplane.apiserver.list_options import EXACT, decode_continue, encode_continue
-from taintplane.apiserver.status import APIError, from_store_error
+from taintplane.apiserver.status import APIError, from_store_error, too_large_resource_version
 from taintplane.apiserver.strategies import Strategy, strategy_for
 from taintplane.apiserver.strategies.base import meta
 from taintplane.clock import Clock
@@ -359,6 +359,10 @@ class RegistryReads:
             )
         except store_errors.Compacted as error:
             raise _compacted(start) from error
+        except store_errors.FutureRevision as error:
+            # Only a continue token names a revision unchecked before here: one the store
+            # has not reached (forged; tokens made here never do) is the cacher's 504.
+            raise too_large_resource_version(error) from error
 
     # ---- watch -----------------------------------------------------------------------------
 

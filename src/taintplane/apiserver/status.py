@@ -14,7 +14,7 @@ from taintplane.api.field import FieldError, aggregate_message
 from taintplane.api.scheme import ResourceType
 from taintplane.store import errors as store_errors
 
-__all__ = ["APIError", "from_store_error", "success"]
+__all__ = ["APIError", "from_store_error", "success", "too_large_resource_version"]
 
 
 class APIError(Exception):
@@ -192,20 +192,25 @@ def from_store_error(error: store_errors.StoreError, resource: ResourceType, nam
             f"too old resource version: {error.requested} ({error.compact_revision})"
         )
     if isinstance(error, store_errors.FutureRevision):
-        return APIError.make(
-            504,
-            "Timeout",
-            f"Timeout: Too large resource version: {error.requested}, current: {error.current}",
-            {
-                "causes": [
-                    {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
-                ],
-                "retryAfterSeconds": 1,
-            },
-        )
+        return too_large_resource_version(error)
     if isinstance(error, store_errors.TooLarge):
         return APIError.too_large("etcdserver: request is too large")
     return APIError.internal(str(error))
+
+
+def too_large_resource_version(error: store_errors.FutureRevision) -> APIError:
+    """The cacher's answer for a revision the store has not reached."""
+    return APIError.make(
+        504,
+        "Timeout",
+        f"Timeout: Too large resource version: {error.requested}, current: {error.current}",
+        {
+            "causes": [
+                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+            ],
+            "retryAfterSeconds": 1,
+        },
+    )
 
 
 def success(code: int = 200, details: dict[str, Any] | None = None) -> dict[str, Any]:
