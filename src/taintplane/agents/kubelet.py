@@ -93,7 +93,7 @@ class Kubelets:
         self.client = client
         self.clock = clock
         self.config = config or KubeletConfig()
-        self.informers = informers or SharedInformers(client)
+        self.informers = informers or SharedInformers(client, clock=clock)
         self._own_informers = informers is None
         # Ask for every informer now: they start together, before any pod is admitted.
         self.node_informer = self.informers.nodes

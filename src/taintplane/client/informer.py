@@ -4,6 +4,12 @@ The informer lists, replaces its cache (announcing the differences), then watche
 list's resourceVersion. A watch that ends is resumed from the last resourceVersion seen; one
 that answers 410 (compacted) is replaced by a fresh list, so no change is ever missed or seen
 twice. Handlers run on the event loop, in event order.
+
+Any other failure (a 403 for a component without the right, a server out of reach) is logged
+in one line, as client-go's reflector logs it (``"Failed to watch" err="failed to list
+*v1.Pod: …"``), and the informer lists again after the reflector's back-off on its clock:
+800 ms doubling to 30 s, each wait up to twice as long by jitter, started over once two
+minutes pass without a failure.
 """
 
 from __future__ import annotations
@@ -15,11 +21,17 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from taintplane.api.scheme import ResourceType
+from taintplane.backoff import ExponentialBackoffManager
 from taintplane.client.client import ApiError, Client
+from taintplane.client.workqueue import EXPECTED
+from taintplane.clock import Clock, RealClock
 
 __all__ = ["Informer", "object_key"]
 
 log = logging.getLogger(__name__)
+
+#: The ``reflector`` named in log lines (client-go names the informer factory's call site).
+REFLECTOR = "taintplane/client/informer.py"
 
 Handler = Callable[[dict[str, Any]], None]
 UpdateHandler = Callable[[dict[str, Any], dict[str, Any]], None]
@@ -48,8 +60,13 @@ class Informer:
         on_delete: Handler | None = None,
         transform: Transform | None = None,
         field_selector: str = "",
+        clock: Clock | None = None,
+        backoff: ExponentialBackoffManager | None = None,
     ) -> None:
         self.client = client
+        self.clock = clock or RealClock()
+        #: The reflector's back-off between failed list-and-watch rounds.
+        self.backoff = backoff or ExponentialBackoffManager(self.clock)
         self.resource = resource
         self.namespace = namespace
         #: Lists and watches only what this selects (a kubelet's pods: ``spec.nodeName=NAME``).
@@ -150,19 +167,36 @@ class Informer:
         that resourceVersion over the current cache instead of listing first."""
         resume = resume_from
         while True:
+            listing = False
             try:
                 if resume:
                     self.resource_version, resume = resume, ""
                 else:
+                    listing = True
                     await self._list()
+                    listing = False
                 await self._watch()
             except asyncio.CancelledError:
                 raise
-            except ApiError as error:
-                if error.code != 410:
-                    log.warning("informer %s: %s", self.resource.plural, error)
+            except EXPECTED as error:
+                if isinstance(error, ApiError) and error.code == 410:
+                    continue  # compacted: list again at once
+                message = f"failed to list {self.type_description}: {error}" if listing else error
+                # One line, as DefaultWatchErrorHandler's HandleError (no traceback).
+                log.error(
+                    '"Failed to watch" err=%s reflector=%s type=%s',
+                    _quote(str(message)),
+                    _quote(REFLECTOR),
+                    _quote(self.type_description),
+                )
             except Exception:  # keep informing; a transient failure must not end the component
                 log.exception("informer %s failed; relisting", self.resource.plural)
+            await self.clock.sleep(self.backoff.next_delay())
+
+    @property
+    def type_description(self) -> str:
+        """What client-go's reflector calls the type: ``*v1.Pod``."""
+        return f"*{self.resource.version}.{self.resource.kind}"
 
     async def _list(self) -> None:
         items, rv = await self.client.list(
@@ -211,3 +245,8 @@ class Informer:
                     self._added(obj)
                 else:
                     self._updated(old, obj)
+
+
+def _quote(value: str) -> str:
+    """A value as klog quotes it in a structured line (Go's strconv.Quote)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'

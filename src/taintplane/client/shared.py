@@ -13,6 +13,7 @@ from typing import Any
 from taintplane.api.scheme import ResourceType
 from taintplane.client.client import Client, resource
 from taintplane.client.informer import Informer, Transform
+from taintplane.clock import Clock
 
 __all__ = ["SharedInformers", "compact", "drop_managed_fields", "intern_strings", "pod_node_name"]
 
@@ -66,9 +67,16 @@ def compact(obj: dict[str, Any]) -> dict[str, Any]:
 
 class SharedInformers:
     def __init__(
-        self, client: Client, *, transform: Transform | None = compact, node_name: str = ""
+        self,
+        client: Client,
+        *,
+        transform: Transform | None = compact,
+        node_name: str = "",
+        clock: Clock | None = None,
     ) -> None:
         self.client = client
+        #: The informers' clock (their back-off after a failed list or watch).
+        self.clock = clock
         self._transform = transform
         # A kubelet running as its node's identity may list and watch only its own Node and
         # the pods bound to it (the Node authorizer): its informers select just those.
@@ -94,6 +102,7 @@ class SharedInformers:
                 resource(group, version, plural),
                 transform=self._transform,
                 field_selector=self._selectors.get(key, ""),
+                clock=self.clock,
             )
             self._informers[key] = found
             if self._running:

@@ -69,7 +69,7 @@ class ControllerManager:
         # `taintplane up` shares one set of informers (one cache per kind) among its
         # components; a controller manager on its own keeps its own.
         self._own_informers = informers is None
-        self.informers = informers or SharedInformers(client)
+        self.informers = informers or SharedInformers(client, clock=clock)
         self.controllers: dict[str, Controller] = {}
         for name in self.config.controllers or ALL_CONTROLLERS:
             factory = _FACTORIES.get(name)

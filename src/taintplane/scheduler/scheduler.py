@@ -144,7 +144,7 @@ class Scheduler:
         # Shared with the other components of `taintplane up` (one cache per kind); a
         # scheduler on its own keeps its own.
         self._own_informers = informers is None
-        self.informers = informers or SharedInformers(client)
+        self.informers = informers or SharedInformers(client, clock=clock)
         self.node_informer = self.informers.nodes
         self.node_informer.add_handlers(self._node_added, self._node_updated, self._node_deleted)
         self.pod_informer = self.informers.pods

@@ -208,7 +208,7 @@ class Cluster:
             await self._retire(self.config.retired_nodes)
         # One informer per kind for every component in this process (one cache of each pod,
         # not one per component: a third of the memory for the pods of a large cluster).
-        informers = SharedInformers(self.client)
+        informers = SharedInformers(self.client, clock=self.clock)
         if "scheduler" in self.config.components:
             self.scheduler = Scheduler(
                 self.client.with_field_manager(COMPONENT_FIELD_MANAGERS["scheduler"]),

@@ -145,10 +145,11 @@ class Recorder:
             on_add=self._pod_added,
             on_update=self._pod_updated,
             on_delete=self._pod_deleted,
+            clock=clock,
         )
-        self.nodes = Informer(client, NODES, on_update=self._node_updated)
+        self.nodes = Informer(client, NODES, on_update=self._node_updated, clock=clock)
         #: Events say who deleted a pod when no DisruptionTarget condition does.
-        self.events = Informer(client, EVENTS)
+        self.events = Informer(client, EVENTS, clock=clock)
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
