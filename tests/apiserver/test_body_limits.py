@@ -11,10 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
-from taintplane.apiserver import bounded_yaml, warning
+from taintplane.apiserver import bounded_yaml, codec, warning
 from taintplane.apiserver.body_limits import MAX_DEPTH, DepthError, check_depth, parse_int64
 from taintplane.apiserver.status import APIError
 from taintplane.sim.cluster import Cluster
+from tests.apiserver.test_protobuf import ld, unknown
 
 
 @pytest.fixture(scope="module")
@@ -323,3 +324,16 @@ def test_a_forged_continue_token_is_not_a_500(
     text = base64.urlsafe_b64encode(token).decode().rstrip("=")
     response = api.get("/api/v1/nodes", params={"limit": "1", "continue": text})
     assert expected in message(response, code)
+
+
+@pytest.mark.parametrize("depth", [500, 5000])
+def test_a_protobuf_raw_object_nested_too_deep_is_a_400(depth: int) -> None:
+    # managedFields' fieldsV1 travels as raw JSON bytes inside protobuf; json.loads of
+    # 5000 brackets overflowed the stack (a 500).
+    raw = b"[" * depth + b"]" * depth
+    managed = ld(1, "kubectl") + ld(2, "Update") + ld(7, ld(1, raw))
+    body = unknown("v1", "Namespace", ld(1, ld(17, managed)))
+    with pytest.raises(APIError) as refused:
+        codec.decode_body(body, "application/vnd.kubernetes.protobuf")
+    assert refused.value.code == 400
+    assert refused.value.status["message"].startswith("error decoding protobuf body: ")

@@ -64,7 +64,7 @@ def _whitelist(
         try:
             items = json.loads(text) if text else []
             whitelist = parse_tolerations(items, Path.root("tolerations"))
-        except ValueError:
+        except (ValueError, RecursionError):  # JSON nested past Python's stack too
             return [], "namespace whitelist (unreadable: every pod is refused)"
         return (whitelist, "namespace whitelist") if whitelist else None
     cluster = setup.toleration_restriction.whitelist

@@ -20,6 +20,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+import orjson
+
 from taintplane.api.duration import format_duration
 from taintplane.apiserver.protowire import LEN, WIRE_TYPES, WireError, fields, packed, scalar
 
@@ -192,7 +194,9 @@ def _raw_json(found: Fields, depth: int) -> Any:
     if raw.startswith(MAGIC):
         return _unknown(raw[len(MAGIC) :], depth + 1)
     try:
-        return json.loads(raw)
+        # orjson: a raw object nested thousands deep stops in C (json.loads overflowed
+        # Python's stack: a 500); the decoded body's depth is checked after.
+        return orjson.loads(raw)
     except (ValueError, UnicodeDecodeError) as error:
         raise ProtobufError(f"embedded raw object is not JSON: {error}") from error
 
