@@ -18,6 +18,7 @@ against its schema and passing the server's own validation.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from taintplane.api.scheme import SCHEME, ResourceType
 from taintplane.apiserver import typecheck
 from taintplane.apiserver.body_limits import MAX_DEPTH
 from taintplane.apiserver.registry import Registry
+from tests.apiserver.test_protobuf import ld, unknown
 
 NAMES = ("fuzz", "fuzz-2")
 NAMESPACE = "default"
@@ -292,6 +294,14 @@ HOSTILE_JSON = [
     b'"x"',
 ]
 HOSTILE_PROTOBUF = [b"k8s\x00", b"k8s\x00\x0a\x00\x12\xff\xff\xff\xff\x0f", b"\x00" * 16]
+# A Namespace whose managedFields' fieldsV1 (raw JSON inside protobuf) nests 5000 deep.
+HOSTILE_PROTOBUF.append(
+    unknown(
+        "v1",
+        "Namespace",
+        ld(1, ld(17, ld(1, "kubectl") + ld(2, "Update") + ld(7, ld(1, b"[" * 5000 + b"]" * 5000)))),
+    )
+)
 
 
 # ---- query parameters --------------------------------------------------------------------
@@ -314,8 +324,20 @@ ODD_NUMBERS = st.sampled_from(
         "0x10",
     ]
 )
+
+
+def _token(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
 ODD_TOKENS = st.sampled_from(
-    ["", "x", "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6OTk5OTk5OTk5OTk5OTk5OTk5OTk5LCJzdGFydCI6ImEifQ"]
+    [
+        "",
+        "x",
+        _token(b'{"v":"meta.k8s.io/v1","rv":999999999999999999999,"start":"a"}'),
+        _token(b'{"v":"meta.k8s.io/v1","rv":9223372036854775807,"start":"a"}'),
+        _token(b"[" * 3000),
+    ]
 )
 LIST_PARAMS = st.dictionaries(
     st.sampled_from(

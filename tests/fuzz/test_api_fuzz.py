@@ -33,7 +33,8 @@ def test_hostile_requests_get_no_5xx(api: httpx.Client, call: harness.Call) -> N
 @pytest.mark.parametrize(
     ("content_type", "body"),
     [("application/yaml", b) for b in harness.HOSTILE_YAML]
-    + [("application/json", b) for b in harness.HOSTILE_JSON],
+    + [("application/json", b) for b in harness.HOSTILE_JSON]
+    + [("application/vnd.kubernetes.protobuf", b) for b in harness.HOSTILE_PROTOBUF],
 )
 def test_every_hostile_body_is_answered(api: httpx.Client, content_type: str, body: bytes) -> None:
     for resource in harness.RESOURCES:
