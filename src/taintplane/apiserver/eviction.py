@@ -17,12 +17,20 @@ EvictionREST does.
 - Before the deletion the pod gets the ``DisruptionTarget`` condition (reason
   ``EvictionByEvictionAPI``).
 
+- A write that conflicts with another (the pod's deletion, the budget's status) is tried
+  again 500 ms later (up to 10 % more), 20 attempts in all (upstream's EvictionsRetry), on
+  the wall clock: the request is held open meanwhile.
+
 ``dryRun`` (in the query or in ``deleteOptions``) checks everything and changes nothing.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+import random
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any, TypeVar
 
 from taintplane.api.conditions import set_status_condition
 from taintplane.api.decoding import format_time
@@ -33,19 +41,48 @@ from taintplane.apiserver.admission_hook import admitted
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.requestinfo import RequestInfo
 from taintplane.apiserver.status import APIError, success
+from taintplane.backoff import Backoff
+from taintplane.clock import Clock, RealClock
 
-__all__ = ["evict"]
+__all__ = ["evict", "evictions_retry"]
+
+_T = TypeVar("_T")
 
 PDB_VIOLATION = "Cannot evict pod as it would violate the pod's disruption budget."
 #: Upstream's MaxDisruptedPodSize: evictions the disruption controller has not yet confirmed.
 MAX_DISRUPTED_POD_SIZE = 2000
-#: Upstream's EvictionsRetry allows 20 attempts on conflicts.
-ATTEMPTS = 20
+
+
+def evictions_retry(rng: random.Random | None = None) -> Backoff:
+    """Upstream's EvictionsRetry: 20 attempts on conflicts, 500 ms apart (jitter 0.1)."""
+    return Backoff(0.5, factor=1.0, jitter=0.1, steps=20, rng=rng)
+
+
+async def _retry_on_conflict(
+    clock: Clock, attempt: Callable[[], Awaitable[_T]], *, retry: bool = True
+) -> _T:
+    """``retry.OnError(EvictionsRetry, IsConflict, …)``: the last conflict is the answer
+    once the attempts run out."""
+    backoff = evictions_retry()
+    while True:
+        try:
+            return await attempt()
+        except APIError as error:
+            if not retry or error.status.get("reason") != "Conflict" or backoff.steps <= 1:
+                raise
+        await clock.sleep(backoff.step())
 
 
 async def evict(
-    registry: Registry, info: RequestInfo, body: Any, *, dry_run_query: bool = False
+    registry: Registry,
+    info: RequestInfo,
+    body: Any,
+    *,
+    dry_run_query: bool = False,
+    clock: Clock | None = None,
 ) -> dict[str, Any]:
+    """``clock`` paces the retries on conflicts: the request is held open meanwhile, so it
+    is the wall clock (the handlers' request clock), also under virtual time."""
     _check_body(info, body)
     # The Eviction's own admission (CREATE on pods/eviction: NodeRestriction lets a node
     # evict only its pods); what follows writes below admission, as EvictionREST does.
@@ -54,11 +91,11 @@ async def evict(
         "CREATE", info.resource, info.namespace, body, None, "eviction"
     )
     with admitted():
-        return await _evict(registry, info, body, dry_run_query)
+        return await _evict(registry, clock or RealClock(), info, body, dry_run_query)
 
 
 async def _evict(
-    registry: Registry, info: RequestInfo, body: Any, dry_run_query: bool
+    registry: Registry, clock: Clock, info: RequestInfo, body: Any, dry_run_query: bool
 ) -> dict[str, Any]:
     options = (body or {}).get("deleteOptions") if isinstance(body, dict) else None
     options = dict(options) if isinstance(options, dict) else {}
@@ -66,21 +103,21 @@ async def _evict(
     preconditions = dict(options.get("preconditions") or {})
     client_pinned_version = bool(preconditions.get("resourceVersion"))
 
-    # Pods that already caused their disruption (terminal, pending, going) are deleted at
-    # once, pinned to the version looked at so one that changed meanwhile is looked at again.
-    for attempt in range(ATTEMPTS):
+    async def without_budget() -> dict[str, Any] | None:
+        """Pods that already caused their disruption (terminal, pending, going) are deleted
+        at once, pinned to the version looked at so one that changed meanwhile is looked at
+        again; any other pod is returned for the budget's check."""
         pod = await registry.get(info.resource, info.namespace, info.name)
         if not _can_ignore_budget(pod):
-            break
+            return pod
         pinned = preconditions if client_pinned_version else _pinned(preconditions, pod)
-        try:
-            await _condition_and_delete(registry, info, options, pinned, dry_run)
-            return success(201)
-        except APIError as error:
-            if error.status.get("reason") != "Conflict" or client_pinned_version:
-                raise
-            if attempt == ATTEMPTS - 1:
-                raise
+        await _condition_and_delete(registry, info, options, pinned, dry_run)
+        return None
+
+    found = await _retry_on_conflict(clock, without_budget, retry=not client_pinned_version)
+    if found is None:
+        return success(201)
+    pod = found
 
     budget = await _budget_for(registry, info, pod)
     use_version = False
@@ -96,7 +133,7 @@ async def _evict(
         ):
             use_version = True
         else:
-            await _check_and_decrement(registry, info, budget, dry_run)
+            await _check_and_decrement(registry, clock, info, budget, dry_run)
 
     pinned = preconditions
     if use_version and not client_pinned_version:
@@ -216,54 +253,75 @@ async def _budget_for(
 
 
 async def _check_and_decrement(
-    registry: Registry, info: RequestInfo, budget: dict[str, Any], dry_run: bool
+    registry: Registry, clock: Clock, info: RequestInfo, budget: dict[str, Any], dry_run: bool
 ) -> None:
-    """Upstream's checkAndDecrement, retried on conflicts with a fresh budget."""
+    """Upstream's checkAndDecrement under RetryOnConflict(EvictionsRetry): the status is
+    written over the version read, and a conflict reads the budget again after 500 ms."""
     pdb_type = registry.scheme.lookup("policy", "v1", "poddisruptionbudgets")
     assert pdb_type is not None
     name = budget["metadata"]["name"]
-    now = format_time(registry.clock.now())
+    current = budget
+    refresh = False
 
-    def decrement(pdb: dict[str, Any]) -> dict[str, Any]:
-        status = pdb.setdefault("status", {})
-        if int(status.get("observedGeneration") or 0) < int(pdb["metadata"].get("generation") or 0):
-            raise _still_processing(name)
-        allowed = int(status.get("disruptionsAllowed") or 0)
-        if allowed < 0:
-            raise _forbidden(name, "pdb disruptions allowed is negative")
-        if len(status.get("disruptedPods") or {}) > MAX_DISRUPTED_POD_SIZE:
-            raise _forbidden(
+    async def attempt() -> None:
+        nonlocal current, refresh
+        if refresh:
+            current = await registry.get(pdb_type, info.namespace, name)
+        decremented = _decrement(copy.deepcopy(current), info.name, registry.clock.now())
+        if dry_run:
+            return
+        try:
+            await registry.update(
+                pdb_type,
+                info.namespace,
                 name,
-                "DisruptedPods map too big - too many evictions not confirmed by PDB controller",
+                decremented,
+                subresource="status",
+                manager="kube-apiserver",
             )
-        if allowed == 0:
-            raise APIError.make(
-                429,
-                "TooManyRequests",
-                PDB_VIOLATION,
-                {
-                    "causes": [
-                        {
-                            "reason": "DisruptionBudget",
-                            "message": f"The disruption budget {name} needs "
-                            f"{int(status.get('desiredHealthy') or 0)} healthy pods and has "
-                            f"{int(status.get('currentHealthy') or 0)} currently",
-                        }
-                    ]
-                },
-            )
-        status["disruptionsAllowed"] = allowed - 1
-        if allowed - 1 == 0:
-            _set_condition(status, now)
-        status["disruptedPods"] = {**(status.get("disruptedPods") or {}), info.name: now}
-        return pdb
+        except APIError:
+            refresh = True
+            raise
 
-    if dry_run:
-        decrement(budget)  # the checks only
-        return
-    await registry.guaranteed_update(
-        pdb_type, info.namespace, name, decrement, subresource="status", manager="kube-apiserver"
-    )
+    await _retry_on_conflict(clock, attempt)
+
+
+def _decrement(pdb: dict[str, Any], pod_name: str, when: datetime) -> dict[str, Any]:
+    """The checks, then one disruption taken and the pod recorded (refusals raised)."""
+    name = pdb["metadata"]["name"]
+    now = format_time(when)
+    status = pdb.setdefault("status", {})
+    if int(status.get("observedGeneration") or 0) < int(pdb["metadata"].get("generation") or 0):
+        raise _still_processing(name)
+    allowed = int(status.get("disruptionsAllowed") or 0)
+    if allowed < 0:
+        raise _forbidden(name, "pdb disruptions allowed is negative")
+    if len(status.get("disruptedPods") or {}) > MAX_DISRUPTED_POD_SIZE:
+        raise _forbidden(
+            name,
+            "DisruptedPods map too big - too many evictions not confirmed by PDB controller",
+        )
+    if allowed == 0:
+        raise APIError.make(
+            429,
+            "TooManyRequests",
+            PDB_VIOLATION,
+            {
+                "causes": [
+                    {
+                        "reason": "DisruptionBudget",
+                        "message": f"The disruption budget {name} needs "
+                        f"{int(status.get('desiredHealthy') or 0)} healthy pods and has "
+                        f"{int(status.get('currentHealthy') or 0)} currently",
+                    }
+                ]
+            },
+        )
+    status["disruptionsAllowed"] = allowed - 1
+    if allowed - 1 == 0:
+        _set_condition(status, now)
+    status["disruptedPods"] = {**(status.get("disruptedPods") or {}), pod_name: now}
+    return pdb
 
 
 def _set_condition(status: dict[str, Any], now: str) -> None:

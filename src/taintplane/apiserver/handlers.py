@@ -172,7 +172,13 @@ class ResourceHandlers:
             return json_response(await self.reviews.create(request, info), 201)
         if info.subresource == "eviction":
             body = await self._body(request)
-            evicted = await evict(self.registry, info, body, dry_run_query=self._dry_run(request))
+            evicted = await evict(
+                self.registry,
+                info,
+                body,
+                dry_run_query=self._dry_run(request),
+                clock=self.request_clock,
+            )
             return json_response(evicted, 201)
         if info.subresource == "scale":
             return await self._scale(request, info, verb)
