@@ -80,3 +80,35 @@ def test_a_bug_keeps_its_traceback(caplog):
         'replicaset: error syncing "default/web", requeuing'
     ] * 2
     assert all(r.exc_info is not None for r in records)
+
+
+def test_the_resourceclaim_controller_words_it_as_upstream(caplog):
+    """pkg/controller/resourceclaim's processNextWorkItem: ``%v failed with: %v``."""
+    from typing import cast
+
+    from taintplane.client import Client
+    from taintplane.client.shared import SharedInformers
+    from taintplane.controllers.resourceclaim import ResourceClaimController
+
+    async def main() -> None:
+        clock = VirtualClock()
+        client = cast(Client, None)
+        controller = ResourceClaimController(client, clock, SharedInformers(client))
+
+        async def refused(key: str) -> None:
+            raise REFUSED
+
+        controller._sync = refused  # type: ignore[method-assign]
+        controller.queue.add("pod:default/web-0")
+        runner = asyncio.create_task(controller.run())
+        await clock.advance(0)
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+
+    with caplog.at_level(logging.WARNING):
+        asyncio.run(main())
+    records = [r for r in caplog.records if r.name == "taintplane.client.workqueue"]
+    assert [r.getMessage() for r in records] == [
+        'resource_claim: pod:default/web-0 failed with: pods "web-" is forbidden: pod '
+        'rejected: RuntimeClass "nope" not found'
+    ]

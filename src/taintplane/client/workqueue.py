@@ -66,9 +66,13 @@ class WorkQueue:
         max_delay: float = 1000.0,
         qps: float = 10.0,
         burst: int = 100,
+        failure: str = 'error syncing "{key}": {error}, requeuing',
     ) -> None:
         self.clock = clock
         self.name = name
+        #: How an expected sync failure is worded (``{key}``, ``{error}``): upstream's
+        #: controllers each word their HandleError line (resourceclaim: ``%v failed with: %v``).
+        self.failure = failure
         self._queue: deque[str] = deque()
         self._queued: set[str] = set()
         self._processing: set[str] = set()
@@ -156,10 +160,9 @@ class WorkQueue:
                     # The API refused a write, or was out of reach: the controller's business
                     # to retry, not a crash. One line, as client-go's controllers log it.
                     log.error(
-                        '%s: error syncing "%s": %s, requeuing',
+                        "%s: %s",
                         self.name,
-                        key,
-                        error,
+                        self.failure.format(key=key, error=error),
                         exc_info=log.isEnabledFor(logging.INFO),
                     )
                     self.retry(key)

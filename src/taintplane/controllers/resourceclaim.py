@@ -74,7 +74,8 @@ class ResourceClaimController:
         self.pods = informers.pods
         self.claims = informers.of(CLAIMS)
         self.templates = informers.of(TEMPLATES)
-        self.queue = WorkQueue(clock, name="resource_claim")
+        # processNextWorkItem's HandleError: "<key> failed with: <err>".
+        self.queue = WorkQueue(clock, name="resource_claim", failure="{key} failed with: {error}")
         #: uids of pods the informer saw deleted, newest last (upstream's deletedObjects LRU)
         self._deleted_pods: OrderedDict[str, None] = OrderedDict()
         self.pods.add_handlers(
