@@ -4,9 +4,11 @@ which toleration decides how long each pod stays, when it is evicted and how lon
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,6 +17,8 @@ import pytest
 from taintplane.testing import LocalCluster, local_cluster
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+#: Screenshots kept for a person to look at (ignored by git; CI keeps them as artefacts).
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)"
 )
@@ -55,6 +59,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
             merge = {"Content-Type": "application/merge-patch+json"}
             api.patch(f"{nodes}/node-1", json={"spec": {"taints": [taint, gpu]}}, headers=merge)
             running.advance(0)
+            # Kept to node-1 by its selector, and kept off it by both taints.
+            api.post(pods, json=pod("pinned", nodeSelector={"kubernetes.io/hostname": "node-1"}))
+            running.advance(0)
         yield running
 
 
@@ -77,6 +84,11 @@ def rows(page: Any, table_id: str) -> list[list[str]]:
     return [row.inner_text().split("\t") for row in cells[1:]]
 
 
+def screenshot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
 def test_the_overview(cluster: LocalCluster, browser: Any) -> None:
     page = browser.new_page()
     response = page.goto(f"{cluster.url}/dashboard")  # redirected to /dashboard/
@@ -84,18 +96,22 @@ def test_the_overview(cluster: LocalCluster, browser: Any) -> None:
     assert (response.status, page.url) == (200, f"{cluster.url}/dashboard/")
     assert page.title() == "taintplane"
     assert page.locator(".summary").inner_text() == (
-        "clock 2026-01-01T00:00:00Z · 2 of 2 nodes Ready · 1 pods running · 1 pending · "
+        "clock 2026-01-01T00:00:00Z · 2 of 2 nodes Ready · 1 pods running · 2 pending · "
         "1 terminating"
     )
     assert rows(page, "nodes") == [
-        ["node-1", "", "True", "maintenance=true:NoExecute gpu:NoSchedule", "1 / 110"],
-        ["node-2", "", "True", "", "0 / 110"],
+        ["node-1", "", "✓ Ready", "maintenance=true:NoExecute gpu:NoSchedule", "1 / 110"],
+        ["node-2", "", "✓ Ready", "", "0 / 110"],
     ]
     # The NoExecute taint is drawn as such.
     assert page.locator("#nodes .taint.NoExecute").inner_text() == "maintenance=true:NoExecute"
-    [pending] = rows(page, "pending")
-    assert pending[:2] == ["default/picky", ""]
-    assert pending[2].startswith("0/2 nodes are available: 2 node(s) didn't match Pod's node")
+    pending = {row[0]: row for row in rows(page, "pending")}
+    assert pending["default/picky"][1] == ""
+    assert pending["default/picky"][2] == (
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
+        "no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is "
+        "not helpful for scheduling."
+    )
     [leaving] = rows(page, "leaving")
     assert leaving[:3] == ["default/doomed", "node-1", "DeletionByTaintManager"]
     events = rows(page, "events")
@@ -103,6 +119,68 @@ def test_the_overview(cluster: LocalCluster, browser: Any) -> None:
     reasons = [row[2] for row in events]
     assert "TaintManagerEviction" in reasons
     assert page.locator('meta[http-equiv="refresh"]').get_attribute("content") == "5"
+
+
+def test_pending_pods_are_explained_node_by_node(cluster: LocalCluster, browser: Any) -> None:
+    page = browser.new_page()
+    page.goto(f"{cluster.url}/dashboard/")
+    pending = {row[0]: row[2] for row in rows(page, "pending")}
+    # The scheduler's own sentence, word for word (FailedScheduling's message).
+    assert pending["default/pinned"] == (
+        "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
+        "1 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/2 "
+        "nodes are available: 2 Preemption is not helpful for scheduling."
+    )
+    # Then explain's table: every plugin that rejects each node, and what lets the pod in.
+    node_1, node_2 = rows(page, "explain-default-pinned")
+    assert node_1[:3] == ["node-1", "rejected", "TaintToleration"]
+    assert node_1[3].startswith("node(s) had untolerated taint(s)")
+    fixes = [json.loads(line) for line in node_1[4].split("\n")]
+    assert fixes == [
+        {"key": "maintenance", "operator": "Equal", "value": "true", "effect": "NoExecute"},
+        {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"},
+    ]
+    assert node_2[:3] == ["node-2", "rejected", "NodeAffinity"]
+    assert node_2[4] == ""  # no toleration helps against a selector
+    # The same for picky: no node takes it, and no toleration alone would do.
+    picky = rows(page, "explain-default-picky")
+    assert [row[2].split("\n")[0] for row in picky] == ["TaintToleration", "NodeAffinity"]
+    assert picky[0][4] == "no toleration alone: still rejected by NodeAffinity"
+    screenshot(page, "dashboard-overview")
+
+
+def test_colours_say_it_in_words_too(cluster: LocalCluster, browser: Any) -> None:
+    page = browser.new_page()
+    page.goto(f"{cluster.url}/dashboard/")
+
+    def style(selector: str, prop: str) -> str:
+        return str(page.eval_on_selector(selector, f"e => getComputedStyle(e).{prop}"))
+
+    no_execute = style("#nodes .taint.NoExecute", "backgroundColor")
+    no_schedule = style("#nodes .taint.NoSchedule", "backgroundColor")
+    assert no_execute != no_schedule
+    assert style("#nodes .ready.True", "color") == "rgb(27, 94, 32)"  # green
+    # Timestamps never wrap, however narrow the window.
+    page.set_viewport_size({"width": 480, "height": 800})
+    assert style("#events time", "whiteSpace") == "nowrap"
+    first = page.locator("#events time").first
+    assert first.bounding_box()["height"] < 20  # one line
+    screenshot(page, "dashboard-narrow")
+
+
+def test_the_last_hour_chart(cluster: LocalCluster, browser: Any) -> None:
+    page = browser.new_page()
+    page.goto(f"{cluster.url}/dashboard/")
+    svg = page.locator("svg#history")
+    assert svg.get_attribute("role") == "img"
+    # What a screen reader reads: the figures in words (at the start of the clock, the
+    # series hold what is there now).
+    assert page.locator("#history-desc").text_content() == (
+        "From 23:00 to 00:00: running 0 to 1 (now 1), pending 0 to 2 (now 2), terminating "
+        "up to 1 (now 1); 1 taint evictions."
+    )
+    assert page.locator("#history polyline.series").count() == 3
+    assert page.locator("#history rect.evictions title").text_content() == ("1 evicted from 23:55")
 
 
 def test_a_node_page_says_who_stays_and_for_how_long(cluster: LocalCluster, browser: Any) -> None:
@@ -115,7 +193,7 @@ def test_a_node_page_says_who_stays_and_for_how_long(cluster: LocalCluster, brow
         ["maintenance=true:NoExecute", "NoExecute", ""],
         ["gpu:NoSchedule", "NoSchedule", ""],
     ]
-    assert ["Ready", "True", "KubeletReady"] in rows(page, "conditions")
+    assert ["Ready", "True", "KubeletReady", "2026-01-01T00:00:00Z"] in rows(page, "conditions")
     pods = {row[0]: row[2] for row in rows(page, "pods")}
     assert pods["default/patient"] == (
         "maintenance:NoExecute op=Exists for 3600s: evicted at 01:00:00, in 1h0m0s"

@@ -50,13 +50,13 @@ def test_the_controllers_deadline_wins_over_the_reckoned_one(tmp_path: Path) -> 
         # Upstream's processPodOnNode keeps the deadline k's 3600 s set at 10 s.
         assert controller(sim).scheduled("default", "web") == at(3610)
         beside = Dashboard(sim.client, sim.clock, nothing_else, evictions=controller(sim))
-        status, page = await beside.node_page("n1")
+        status, page = await beside.node_page(sim.client, "n1")
         assert status == 200
         assert stays(page) == ["k2:NoExecute op=Exists for 600s: evicted at 01:00:10, in 59m50s"]
         assert 'id="reckoned"' not in page
         # Apart from the controller, the last write of the taints (20 s) is all the API tells.
         apart = Dashboard(sim.client, sim.clock, nothing_else)
-        _, page = await apart.node_page("n1")
+        _, page = await apart.node_page(sim.client, "n1")
         assert stays(page) == ["k2:NoExecute op=Exists for 600s: evicted at 00:10:20, in 10m0s"]
         assert 'id="reckoned"' in page
 

@@ -31,6 +31,7 @@ from taintplane.client.transport import InProcessTransport
 from taintplane.clock import Clock, RealClock, VirtualClock
 from taintplane.controllers.manager import ALL_CONTROLLERS, ControllerConfig, ControllerManager
 from taintplane.controllers.tainteviction import TaintEvictionController
+from taintplane.scheduler.explain import explain_pods
 from taintplane.scheduler.scheduler import Scheduler
 from taintplane.sim.admin import ADMIN_PREFIX, AdminApp
 from taintplane.sim.kubeconfig import write_kubeconfig
@@ -39,6 +40,7 @@ from taintplane.sim.snapshot import restore
 from taintplane.store.etcd_target import EtcdTarget, EtcdURLError, parse_etcd_url
 from taintplane.store.sqlite import SqliteStore
 from taintplane.web.dashboard import DASHBOARD_PREFIX, Dashboard
+from taintplane.web.signin import SignIn
 
 if TYPE_CHECKING:
     from taintplane.store.etcd import EtcdStore
@@ -245,11 +247,18 @@ class Cluster:
             controller = self.controller_manager.controllers.get("taint-eviction-controller")
             if isinstance(controller, TaintEvictionController):
                 evictions = controller
+        guard = self.apiserver.guard
         app: Any = Dashboard(
-            self.client, self.clock, AdminApp(self, self.apiserver.app), evictions=evictions
+            self.client,
+            self.clock,
+            AdminApp(self, self.apiserver.app),
+            evictions=evictions,
+            explain=explain_pods,
+            # Under --auth the dashboard reads as the signed-in user, through RBAC.
+            as_user=guard is not None,
         )
-        if self.apiserver.guard is not None:
-            app = self.apiserver.guard.gate(app, _not_the_api)
+        if guard is not None:
+            app = SignIn(guard.gate(app, _not_the_api))
         config = uvicorn.Config(
             app,
             log_level="warning",

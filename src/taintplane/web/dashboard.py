@@ -22,7 +22,11 @@ from taintplane.api.podconditions import find_condition
 from taintplane.api.taints import Taint
 from taintplane.client import ApiError, Client, resource
 from taintplane.clock import Clock
-from taintplane.web.page import html_page, table
+from taintplane.web.as_user import user_client
+from taintplane.web.chart import chart
+from taintplane.web.history import history
+from taintplane.web.page import html_page, table, timestamp
+from taintplane.web.pending import PodsExplainer, pending_section, pod_name
 from taintplane.web.stay import EvictionSchedule, stay
 
 __all__ = ["DASHBOARD_PREFIX", "Dashboard"]
@@ -46,15 +50,27 @@ def _ready(node: dict[str, Any]) -> str:
     return "Unknown"
 
 
+#: The Ready condition's status as words (kubectl's STATUS column, with Unknown kept apart:
+#: a node that stopped reporting is not one that reports trouble) and a mark, so that colour
+#: is never the only cue.
+_READY_WORDS = {"True": ("Ready", "✓"), "False": ("NotReady", "✗"), "Unknown": ("Unknown", "?")}
+
+
+def _ready_badge(node: dict[str, Any]) -> str:
+    status = _ready(node)
+    words, mark = _READY_WORDS.get(status, (status, "?"))
+    if (node.get("spec") or {}).get("unschedulable"):
+        words += ",SchedulingDisabled"
+    return (
+        f'<span class="ready {escape(status)}" title="Ready={escape(status)}">'
+        f'<span aria-hidden="true">{mark} </span>{escape(words)}</span>'
+    )
+
+
 def _taint_chips(taints: list[Taint]) -> str:
     return " ".join(
         f'<span class="taint {escape(t.effect)}">{escape(t.to_string())}</span>' for t in taints
     )
-
-
-def _pod_name(pod: dict[str, Any]) -> str:
-    meta = pod["metadata"]
-    return f"{meta.get('namespace', '')}/{meta['name']}"
 
 
 def _node_link(name: str, known: set[str] | None = None) -> str:
@@ -80,11 +96,17 @@ class Dashboard:
         inner: ASGIApp,
         *,
         evictions: EvictionSchedule | None = None,
+        explain: PodsExplainer | None = None,
+        as_user: bool = False,
     ) -> None:
         self.client = client
         self.clock = clock
         self.inner = inner
         self.evictions = evictions
+        self.explain = explain
+        #: Under --auth: read the API as the person at the browser (their token, through
+        #: ``inner``'s authentication and RBAC), never as the in-process components.
+        self.as_user = as_user
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -97,20 +119,28 @@ class Dashboard:
             await _respond(send, 405, html_page("Not allowed", "<p>The dashboard only reads.</p>"))
             return
         rest = path[len(DASHBOARD_PREFIX) :]
-        if rest == "":
-            await _redirect(send, DASHBOARD_PREFIX + "/")
-        elif rest == "/":
-            await _respond(send, 200, await self.overview())
-        elif rest.startswith("/nodes/") and rest.count("/") == 2 and rest != "/nodes/":
-            status, body = await self.node_page(rest[len("/nodes/") :])
-            await _respond(send, status, body)
-        else:
-            await _respond(send, 404, html_page("Not found", "<p>No such dashboard page.</p>"))
+        client = user_client(scope, self.inner) if self.as_user else self.client
+        try:
+            if rest == "":
+                await _redirect(send, DASHBOARD_PREFIX + "/")
+            elif rest == "/":
+                await _respond(send, 200, await self.overview(client))
+            elif rest.startswith("/nodes/") and rest.count("/") == 2 and rest != "/nodes/":
+                status, body = await self.node_page(client, rest[len("/nodes/") :])
+                await _respond(send, status, body)
+            else:
+                await _respond(send, 404, html_page("Not found", "<p>No such dashboard page.</p>"))
+        except ApiError as error:
+            if error.code not in (401, 403):
+                raise
+            # RBAC lets this user see less than the page needs: say so in the API's words.
+            body = f'<p class="denied">{escape(str(error))}</p>' + _SIGN_IN_HINT
+            await _respond(send, error.code, html_page("Not allowed", body))
 
-    async def overview(self) -> str:
-        nodes, _ = await self.client.list(NODES)
-        pods, _ = await self.client.list(PODS)
-        events, _ = await self.client.list(EVENTS)
+    async def overview(self, client: Client) -> str:
+        nodes, _ = await client.list(NODES)
+        pods, _ = await client.list(PODS)
+        events, _ = await client.list(EVENTS)
         known = {str(n["metadata"]["name"]) for n in nodes}
         per_node: dict[str, int] = {}
         for pod in pods:
@@ -121,7 +151,7 @@ class Dashboard:
             (
                 _node_link(n["metadata"]["name"]),
                 escape(n["metadata"].get("labels", {}).get("topology.kubernetes.io/zone", "")),
-                escape(_ready(n)),
+                _ready_badge(n),
                 _taint_chips(_taints(n)),
                 f"{per_node.get(n['metadata']['name'], 0)} / "
                 f"{escape(str((n.get('status') or {}).get('allocatable', {}).get('pods', '?')))}",
@@ -129,11 +159,7 @@ class Dashboard:
             for n in sorted(nodes, key=lambda n: str(n["metadata"]["name"]))
         ]
         pending = [
-            (
-                escape(_pod_name(p)),
-                _node_link(str((p.get("spec") or {}).get("nodeName") or ""), known),
-                escape(_waiting_because(p)),
-            )
+            p
             for p in pods
             if (p.get("status") or {}).get("phase", "Pending") == "Pending"
             and not p["metadata"].get("deletionTimestamp")
@@ -146,16 +172,16 @@ class Dashboard:
             target = find_condition(pod, "DisruptionTarget") or {}
             leaving.append(
                 (
-                    escape(_pod_name(pod)),
+                    escape(pod_name(pod)),
                     _node_link(str((pod.get("spec") or {}).get("nodeName") or ""), known),
                     escape(str(target.get("reason") or "")),
-                    escape(str(deletion)),
+                    timestamp(str(deletion)),
                 )
             )
         recent = sorted(events, key=_event_order, reverse=True)[:RECENT_EVENTS]
         event_rows = [
             (
-                escape(_event_time(e)),
+                timestamp(_event_time(e)),
                 escape(str(e.get("type", ""))),
                 escape(str(e.get("reason", ""))),
                 escape(_regarding(e)),
@@ -178,8 +204,12 @@ class Dashboard:
                 node_rows,
                 empty="No nodes.",
             )
+            + "<h2>The last hour</h2>"
+            + chart(history(pods, events, self.clock.now()))
             + "<h2>Pending pods</h2>"
-            + table("pending", ("pod", "node", "why"), pending, empty="No pod is waiting.")
+            + await pending_section(
+                client, pending, self.explain, lambda name: _node_link(name, known)
+            )
             + "<h2>Pods on their way out</h2>"
             + table(
                 "leaving",
@@ -197,20 +227,20 @@ class Dashboard:
         )
         return html_page("taintplane", "<h2>Nodes</h2>" + body, refresh=5)
 
-    async def node_page(self, name: str) -> tuple[int, str]:
+    async def node_page(self, client: Client, name: str) -> tuple[int, str]:
         try:
-            node = await self.client.get(NODES, name)
+            node = await client.get(NODES, name)
         except ApiError as error:
             if error.code != 404:
                 raise
             return 404, html_page("Not found", f"<p>There is no node {escape(name)}.</p>")
         taints = _taints(node)
-        pods, _ = await self.client.list(PODS, field_selector=f"spec.nodeName={name}")
+        pods, _ = await client.list(PODS, field_selector=f"spec.nodeName={name}")
         taint_rows = [
             (
                 _taint_chips([t]),
                 escape(t.effect),
-                escape(t.time_added.strftime("%Y-%m-%dT%H:%M:%SZ") if t.time_added else ""),
+                timestamp(t.time_added.strftime("%Y-%m-%dT%H:%M:%SZ") if t.time_added else ""),
             )
             for t in taints
         ]
@@ -219,16 +249,17 @@ class Dashboard:
                 escape(str(c.get("type"))),
                 escape(str(c.get("status"))),
                 escape(str(c.get("reason", ""))),
+                timestamp(str(c.get("lastTransitionTime") or "")),
             )
             for c in (node.get("status") or {}).get("conditions") or []
         ]
         now = self.clock.now()
         stays = [
-            (p, stay(p, node, taints, now, self.evictions)) for p in sorted(pods, key=_pod_name)
+            (p, stay(p, node, taints, now, self.evictions)) for p in sorted(pods, key=pod_name)
         ]
         pod_rows = [
             (
-                escape(_pod_name(p)),
+                escape(pod_name(p)),
                 escape(str((p.get("status") or {}).get("phase", ""))),
                 escape(s.text),
             )
@@ -243,11 +274,16 @@ class Dashboard:
             else ""
         )
         body = (
-            f'<p class="summary">{self._now()} · Ready: {escape(_ready(node))}</p>'
+            f'<p class="summary">{self._now()} · {_ready_badge(node)}</p>'
             "<h2>Taints</h2>"
             + table("taints", ("taint", "effect", "added"), taint_rows, empty="No taints.")
             + "<h2>Conditions</h2>"
-            + table("conditions", ("type", "status", "reason"), conditions, empty="No conditions.")
+            + table(
+                "conditions",
+                ("type", "status", "reason", "since"),
+                conditions,
+                empty="No conditions.",
+            )
             + "<h2>Pods</h2>"
             + table("pods", ("pod", "phase", "stays until"), pod_rows, empty="No pods.")
             + reckoned
@@ -286,13 +322,10 @@ def _event_order(event: dict[str, Any]) -> tuple[str, datetime, int]:
     return shown, precise, int(version) if version.isdigit() else 0
 
 
-def _waiting_because(pod: dict[str, Any]) -> str:
-    """Why a Pending pod is not running: the scheduler's message, or that its kubelet has not
-    started it."""
-    node = (pod.get("spec") or {}).get("nodeName")
-    if not node:
-        return str((find_condition(pod, "PodScheduled") or {}).get("message", ""))
-    return f"bound to {node}, not started by its kubelet"
+_SIGN_IN_HINT = (
+    f'<p>Sign in with a bearer token on <a href="{DASHBOARD_PREFIX}/signin">the sign-in '
+    "page</a>, or open the dashboard through <code>kubectl proxy</code>.</p>"
+)
 
 
 def _regarding(event: dict[str, Any]) -> str:
