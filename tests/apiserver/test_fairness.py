@@ -385,3 +385,26 @@ def test_a_watch_sends_a_large_initial_state_in_steps(
         await watch.aclose()  # type: ignore[attr-defined]
 
     run(tmp_path, scenario)
+
+
+def test_virtual_time_waits_for_work_in_the_thread() -> None:
+    started, finish = threading.Event(), threading.Event()
+
+    def work() -> str:
+        started.set()
+        finish.wait()
+        return "done"
+
+    async def main() -> None:
+        assert await fairness.drained() is False
+        with offloading(True):
+            running = asyncio.ensure_future(offload(work))
+            await asyncio.to_thread(started.wait)
+        waiting = asyncio.ensure_future(fairness.drained())
+        await settle()
+        assert not waiting.done()
+        finish.set()
+        assert await waiting is True
+        assert await running == "done"
+
+    asyncio.run(main())

@@ -19,7 +19,7 @@ from taintplane.admission.plugins import AdmissionSetup
 from taintplane.api.features import FeatureGates
 from taintplane.api.scheme import SCHEME, Scheme
 from taintplane.api.selectors import SelectorError
-from taintplane.apiserver import codec, discovery
+from taintplane.apiserver import codec, discovery, fairness
 from taintplane.apiserver.admission_hook import create_system_priority_classes, install_admission
 from taintplane.apiserver.auth.guard import LOOPBACK, SCOPE_USER, Guard
 from taintplane.apiserver.body_limits import limited_receive
@@ -94,6 +94,10 @@ class APIServer:
         self.health = HealthChecks(store, rbac=self.guard is not None)
         #: Max in flight and seats for expensive requests (fairness.py).
         self.fairness = Fairness()
+        quiescence = getattr(clock, "add_quiescence_check", None)
+        if quiescence is not None:
+            # Virtual time moves on only once expensive requests' work in the thread is done.
+            quiescence(fairness.drained)
 
     # ---- start-up --------------------------------------------------------------------------
 

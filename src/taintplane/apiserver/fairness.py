@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from starlette.responses import Response
 
@@ -39,6 +39,7 @@ __all__ = [
     "TOO_MANY_REQUESTS",
     "Fairness",
     "RequestClass",
+    "drained",
     "offload",
     "offloading",
     "too_many_requests",
@@ -64,6 +65,8 @@ _INLINE: contextvars.ContextVar[bool] = contextvars.ContextVar("taintplane_inlin
 #: One thread: seats are few and the interpreter runs one thread at a time anyway; more
 #: threads would only take more turns from the event loop.
 _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="taintplane-expensive")
+#: Work handed to the thread and not finished yet (see :func:`drained`).
+_PENDING: set[asyncio.Future[Any]] = set()
 
 
 async def offload(function: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
@@ -74,7 +77,19 @@ async def offload(function: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwarg
         return function(*args, **kwargs)
     context = contextvars.copy_context()  # warnings recorded in the thread reach the request
     call = functools.partial(context.run, function, *args, **kwargs)
-    return await asyncio.get_running_loop().run_in_executor(_WORKER, call)
+    future = asyncio.get_running_loop().run_in_executor(_WORKER, call)
+    _PENDING.add(future)
+    future.add_done_callback(_PENDING.discard)
+    return await future
+
+
+async def drained() -> bool:
+    """Wait until no work is left in the worker thread; whether there was any (a virtual
+    clock waits on this before it moves on, as on the store's writer thread)."""
+    if not _PENDING:
+        return False
+    await asyncio.gather(*list(_PENDING), return_exceptions=True)
+    return True
 
 
 @contextmanager
