@@ -99,3 +99,53 @@ def test_every_acknowledged_write_survives_sigkill(tmp_path: Path):
     missing = [key for key in acknowledged if key not in present]
     assert missing == []
     assert len(acknowledged) >= 3000
+
+
+def test_write_many_is_one_transaction_whose_items_fail_alone(tmp_path):
+    """A batch (store.batch.write_many): each write keeps its precondition and fails alone,
+    writing nothing; the rest commit together and reach watchers in one fan-out, in order."""
+    from taintplane.store.batch import Write, write_many
+    from taintplane.store.errors import AlreadyExists, Conflict, NotFound, TooLarge
+    from taintplane.store.interface import MAX_VALUE_SIZE
+
+    async def scenario():
+        store = await SqliteStore(tmp_path / "s.db").open()
+        taken = await store.create("/b/taken", b"t")
+        watch = store.watch("/b/", taken)
+        results = await write_many(
+            store,
+            [
+                Write("create", "/b/new", b"n"),
+                Write("create", "/b/taken", b"again"),
+                Write("update", "/b/taken", b"u", taken),
+                Write("update", "/b/taken", b"stale", taken),
+                Write("delete", "/b/none"),
+                Write("create", "/b/huge", b"x" * (MAX_VALUE_SIZE + 1)),
+                Write("delete", "/b/new"),
+            ],
+        )
+        new, again, updated, stale, none, huge, deleted = results
+        assert isinstance(again, AlreadyExists)
+        assert isinstance(stale, Conflict)
+        assert isinstance(none, NotFound)
+        assert isinstance(huge, TooLarge)
+        assert updated == new + 1
+        assert deleted[0] == updated + 1
+        assert deleted[1] == b"n"
+        assert (await store.get("/b/taken")).value == b"u"
+        assert await store.get("/b/new") is None
+        assert await store.get("/b/huge") is None
+        seen = []
+        async for event in watch:
+            seen.append((event.type, event.key, event.revision))
+            if len(seen) == 3:
+                break
+        watch.close()
+        assert seen == [
+            (EventType.ADDED, "/b/new", new),
+            (EventType.MODIFIED, "/b/taken", updated),
+            (EventType.DELETED, "/b/new", deleted[0]),
+        ]
+        await store.close()
+
+    asyncio.run(scenario())

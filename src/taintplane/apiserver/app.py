@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import replace
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
@@ -34,6 +35,7 @@ from taintplane.apiserver.health import (
 )
 from taintplane.apiserver.openapi import OpenAPI
 from taintplane.apiserver.registry import Registry
+from taintplane.apiserver.registry_batch import WriteGroup
 from taintplane.apiserver.request_cost import classify
 from taintplane.apiserver.requestinfo import RequestInfo, parse_resource_path
 from taintplane.apiserver.scopes import SCOPE_IN_PROCESS
@@ -42,11 +44,15 @@ from taintplane.apiserver.strategies.core import NAMESPACE_NAME_LABEL
 from taintplane.clock import Clock
 from taintplane.store.interface import Store
 
-__all__ = ["DEFAULT_NAMESPACES", "APIServer"]
+__all__ = ["BATCH_SCOPE", "DEFAULT_NAMESPACES", "APIServer"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+#: The ASGI scope type of a batch of requests (only the in-process transport sends one; an
+#: HTTP server never does): ``scope["requests"]`` holds (http scope, body) pairs.
+BATCH_SCOPE = "taintplane.batch"
 
 
 class APIServer:
@@ -167,11 +173,54 @@ class APIServer:
                 elif message["type"] == "lifespan.shutdown":
                     await send({"type": "lifespan.shutdown.complete"})
                     return
+        if scope["type"] == BATCH_SCOPE:
+            await self._batch(scope, send)
+            return
         if scope["type"] != "http":
             return
         # A body past the limit is refused as it arrives, never read whole into memory.
         response = await self.dispatch(Request(scope, limited_receive(receive)))
         await response(scope, receive, send)
+
+    async def _batch(self, scope: Scope, send: Send) -> None:
+        """A batch from the in-process transport (``Client.batch``): every request of it
+        takes the whole path of a request (``dispatch``: authorization, handlers, admission,
+        validation, field management) as the batch's user, and their writes are committed
+        as one store transaction (``registry_batch``). The answer is every request's
+        status, body and content type, in order."""
+        shared = {k: scope[k] for k in (SCOPE_USER, SCOPE_IN_PROCESS) if k in scope}
+
+        async def one(sub: Scope, body: bytes) -> tuple[int, bytes, str]:
+            # A request of the batch is its user's: whatever it says of itself is dropped.
+            sub = {k: v for k, v in sub.items() if k not in (SCOPE_USER, SCOPE_IN_PROCESS)}
+            sub.update(shared)
+            answer: dict[str, Any] = {"status": 500, "body": [], "type": ""}
+
+            async def receive() -> dict[str, Any]:
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            async def reply(message: Any) -> None:
+                if message["type"] == "http.response.start":
+                    answer["status"] = int(message["status"])
+                    for name, value in message.get("headers", []):
+                        if name.lower() == b"content-type":
+                            answer["type"] = value.decode()
+                elif message["type"] == "http.response.body":
+                    answer["body"].append(message.get("body", b""))
+
+            await self._asgi(sub, receive, reply)
+            return answer["status"], b"".join(answer["body"]), answer["type"]
+
+        group = WriteGroup(self.registry.store)
+        results = await group.run([partial(one, sub, body) for sub, body in scope["requests"]])
+        responses = []
+        for result in results:
+            if isinstance(result, BaseException):
+                log.error("internal error in a batch request: %s", result)
+                status = APIError.internal(f"{type(result).__name__}: {result}").status
+                result = (500, orjson.dumps(status), "application/json")
+            responses.append(result)
+        await send({"type": BATCH_SCOPE + ".responses", "responses": responses})
 
     async def loopback_app(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI app for in-process components: trusted as kube-apiserver's loopback

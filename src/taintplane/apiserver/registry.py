@@ -24,6 +24,7 @@ from taintplane.api.scheme import SCHEME, ResourceType, Scheme
 from taintplane.apiserver.codec import clone
 from taintplane.apiserver.fairness import LARGE_OBJECT_BYTES, offload, offloading
 from taintplane.apiserver.fieldmanager import managed_fields_base
+from taintplane.apiserver.registry_batch import current_group
 from taintplane.apiserver.registry_checks import (
     Apply,
     check_type,
@@ -42,6 +43,7 @@ from taintplane.apiserver.strategies.base import meta
 from taintplane.apiserver.strict_decoding import NO_NOTES, DecodeNotes
 from taintplane.clock import Clock
 from taintplane.store import errors as store_errors
+from taintplane.store.batch import Write
 from taintplane.store.interface import Store
 
 __all__ = [
@@ -158,8 +160,8 @@ class Registry(RegistryReads):
         # kube-apiserver does since RetryGenerateName (GA in 1.32); then the 409 stands.
         for attempt in range(_GENERATE_NAME_TRIES if generated else 1):
             try:
-                revision = await self.store.create(
-                    self._key(resource, namespace, name), self._encode(obj)
+                revision = await self._store_write(
+                    Write("create", self._key(resource, namespace, name), self._encode(obj))
                 )
                 break
             except store_errors.AlreadyExists as error:
@@ -400,8 +402,8 @@ class Registry(RegistryReads):
             )
             return new
         try:
-            revision = await self.store.update(
-                key, self._encode(new), int(old_meta["resourceVersion"])
+            revision = await self._store_write(
+                Write("update", key, self._encode(new), int(old_meta["resourceVersion"]))
             )
         except store_errors.Conflict as error:
             if raced is not None:
@@ -532,8 +534,8 @@ class Registry(RegistryReads):
                 obj.setdefault("status", {})["phase"] = "Terminating"
             key = self._key(resource, namespace, name)
             try:
-                revision = await self.store.update(
-                    key, self._encode(obj), int(metadata["resourceVersion"])
+                revision = await self._store_write(
+                    Write("update", key, self._encode(obj), int(metadata["resourceVersion"]))
                 )
             except store_errors.Conflict as error:
                 raise _LostRace from error
@@ -564,7 +566,7 @@ class Registry(RegistryReads):
         """Delete ``key`` at revision ``expected``; a changed object raises ``raced`` when
         given (the caller reads it again), 409 otherwise."""
         try:
-            revision, _ = await self.store.delete(key, expected)
+            revision, _ = await self._store_write(Write("delete", key, b"", expected))
         except store_errors.Conflict as error:
             if raced is not None:
                 raise raced from error
@@ -572,7 +574,20 @@ class Registry(RegistryReads):
         except store_errors.StoreError as error:
             raise from_store_error(error, resource, name) from error
         self._written(resource)
-        return revision
+        return int(revision)
+
+    async def _store_write(self, write: Write) -> Any:
+        """One store write, or, for a request of a batch, its place in the batch's
+        transaction (``registry_batch``): the same result or store error either way."""
+        group = current_group()
+        if group is not None:
+            return await group.write(write)
+        if write.kind == "create":
+            return await self.store.create(write.key, write.value)
+        if write.kind == "update":
+            assert write.expected_revision is not None
+            return await self.store.update(write.key, write.value, write.expected_revision)
+        return await self.store.delete(write.key, write.expected_revision)
 
     async def _record_fields(
         self,

@@ -1,6 +1,6 @@
 """Clients of the API: transports (HTTP, in-process), a typed client, informers."""
 
-from taintplane.client.client import ApiError, Client, resource
+from taintplane.client.client import ApiError, Client, Op, resource
 from taintplane.client.informer import Informer, object_key
 from taintplane.client.transport import HTTPTransport, InProcessTransport, Transport
 
@@ -10,6 +10,7 @@ __all__ = [
     "HTTPTransport",
     "InProcessTransport",
     "Informer",
+    "Op",
     "Transport",
     "object_key",
     "resource",

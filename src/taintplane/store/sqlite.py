@@ -24,11 +24,12 @@ import queue
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from taintplane.store.batch import Write
 from taintplane.store.errors import (
     AlreadyExists,
     Compacted,
@@ -118,6 +119,8 @@ def _compact_revision(conn: sqlite3.Connection) -> int:
 class _Op:
     run: Callable[[sqlite3.Connection], Any]
     future: asyncio.Future[Any]
+    #: The caller gets the whole ``(result, changes)`` pair (a batch), not just the result.
+    whole: bool = False
 
 
 class SqliteStore:
@@ -226,23 +229,37 @@ class SqliteStore:
     def _deliver(self, outcomes: list[tuple[_Op, Any, BaseException | None]]) -> None:
         # Publish first, in revision order, then wake the writers' callers: anyone who
         # sees the acknowledgement can already watch from that revision.
-        events = [r[1] for _, r, e in outcomes if e is None and isinstance(r, tuple)]
-        self._hub.publish(e for e in events if isinstance(e, WatchEvent))
+        events: list[WatchEvent] = []
+        for _, result, error in outcomes:
+            if error is None and isinstance(result, tuple):
+                if isinstance(result[1], WatchEvent):
+                    events.append(result[1])
+                elif isinstance(result[1], _Published):
+                    events.extend(result[1])
+        self._hub.publish(events)
         for op, result, error in outcomes:
             if op.future.done():
                 continue
             if error is not None:
                 op.future.set_exception(error)
             else:
-                op.future.set_result(result[0] if isinstance(result, tuple) else result)
+                whole = op.whole or not isinstance(result, tuple)
+                op.future.set_result(result if whole else result[0])
 
-    async def _submit(self, run: Callable[[sqlite3.Connection], Any]) -> Any:
+    async def _submit_many(self, run: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Submit an operation whose result is ``(value, changes)`` and return both (a
+        batch's callers need every write's result, not only the first)."""
+        return await self._submit(run, whole=True)
+
+    async def _submit(
+        self, run: Callable[[sqlite3.Connection], Any], *, whole: bool = False
+    ) -> Any:
         if self._closed or self._loop is None:
             raise StoreError("store is closed")
         future: asyncio.Future[Any] = self._loop.create_future()
         self._inflight.add(future)
         future.add_done_callback(self._inflight.discard)
-        self._queue.put(_Op(run, future))
+        self._queue.put(_Op(run, future, whole))
         return await future
 
     async def drained(self) -> bool:
@@ -269,60 +286,48 @@ class SqliteStore:
 
     async def create(self, key: str, value: bytes) -> int:
         self._check_size(key, value)
-
-        def run(conn: sqlite3.Connection) -> tuple[int, WatchEvent]:
-            latest = conn.execute(_LATEST, (key,)).fetchone()
-            if latest is not None and not latest[1]:
-                raise AlreadyExists(key, latest[0])
-            prev = latest[0] if latest is not None else 0
-            cursor = conn.execute(
-                "INSERT INTO kine (name, created, deleted, create_revision, prev_revision, value)"
-                " VALUES (?, 1, 0, 0, ?, ?)",
-                (key, prev, value),
-            )
-            rev = int(cursor.lastrowid or 0)
-            conn.execute("UPDATE kine SET create_revision = ? WHERE id = ?", (rev, rev))
-            return rev, WatchEvent(EventType.ADDED, key, value, None, rev)
-
-        return int(await self._submit(run))
+        return int(await self._submit(lambda conn: _create_row(conn, key, value)))
 
     async def update(self, key: str, value: bytes, expected_revision: int) -> int:
         self._check_size(key, value)
-
-        def run(conn: sqlite3.Connection) -> tuple[int, WatchEvent]:
-            latest = conn.execute(_LATEST, (key,)).fetchone()
-            if latest is None or latest[1]:
-                raise NotFound(key)
-            if latest[0] != expected_revision:
-                raise Conflict(key, latest[0])
-            cursor = conn.execute(
-                "INSERT INTO kine (name, created, deleted, create_revision, prev_revision, value)"
-                " VALUES (?, 0, 0, ?, ?, ?)",
-                (key, latest[2], latest[0], value),
-            )
-            rev = int(cursor.lastrowid or 0)
-            return rev, WatchEvent(EventType.MODIFIED, key, value, bytes(latest[3]), rev)
-
-        return int(await self._submit(run))
+        return int(
+            await self._submit(lambda conn: _update_row(conn, key, value, expected_revision))
+        )
 
     async def delete(self, key: str, expected_revision: int | None = None) -> tuple[int, bytes]:
-        def run(conn: sqlite3.Connection) -> tuple[tuple[int, bytes], WatchEvent]:
-            latest = conn.execute(_LATEST, (key,)).fetchone()
-            if latest is None or latest[1]:
-                raise NotFound(key)
-            if expected_revision is not None and latest[0] != expected_revision:
-                raise Conflict(key, latest[0])
-            last = bytes(latest[3])
-            cursor = conn.execute(
-                "INSERT INTO kine (name, created, deleted, create_revision, prev_revision, value)"
-                " VALUES (?, 0, 1, ?, ?, ?)",
-                (key, latest[2], latest[0], last),
-            )
-            rev = int(cursor.lastrowid or 0)
-            return (rev, last), WatchEvent(EventType.DELETED, key, last, last, rev)
-
-        rev, last = await self._submit(run)
+        rev, last = await self._submit(lambda conn: _delete_row(conn, key, expected_revision))
         return int(rev), bytes(last)
+
+    async def write_many(self, writes: Sequence[Write]) -> builtins.list[Any]:
+        """The writes in one transaction, each in its own savepoint: one that fails writes
+        nothing and is its own result (the error); the others commit together, and their
+        changes are published in one fan-out (see ``store.batch``)."""
+        outcomes: builtins.list[Any] = []
+        for write in writes:
+            if write.kind != "delete" and len(write.value) > MAX_VALUE_SIZE:
+                outcomes.append(TooLarge(write.key, len(write.value), MAX_VALUE_SIZE))
+            else:
+                outcomes.append(None)
+
+        def run(conn: sqlite3.Connection) -> tuple[builtins.list[Any], _Published]:
+            events = _Published()
+            for i, write in enumerate(writes):
+                if outcomes[i] is not None:
+                    continue
+                conn.execute("SAVEPOINT item")
+                try:
+                    result, event = _WRITERS[write.kind](conn, write)
+                except StoreError as error:
+                    conn.execute("ROLLBACK TO item")
+                    outcomes[i] = error
+                else:
+                    outcomes[i] = result
+                    events.append(event)
+                conn.execute("RELEASE item")
+            return outcomes, events
+
+        results, _ = await self._submit_many(run)
+        return list(results)
 
     async def compact(self, revision: int) -> None:
         def run(conn: sqlite3.Connection) -> None:
@@ -455,6 +460,67 @@ class SqliteStore:
 
     async def _replay(self, prefix: str, after: int, until: int) -> builtins.list[WatchEvent]:
         return await self._in_thread(_events_between, self._read_conn, prefix, after, until)
+
+
+def _create_row(conn: sqlite3.Connection, key: str, value: bytes) -> tuple[int, WatchEvent]:
+    latest = conn.execute(_LATEST, (key,)).fetchone()
+    if latest is not None and not latest[1]:
+        raise AlreadyExists(key, latest[0])
+    prev = latest[0] if latest is not None else 0
+    cursor = conn.execute(
+        "INSERT INTO kine (name, created, deleted, create_revision, prev_revision, value)"
+        " VALUES (?, 1, 0, 0, ?, ?)",
+        (key, prev, value),
+    )
+    rev = int(cursor.lastrowid or 0)
+    conn.execute("UPDATE kine SET create_revision = ? WHERE id = ?", (rev, rev))
+    return rev, WatchEvent(EventType.ADDED, key, value, None, rev)
+
+
+def _update_row(
+    conn: sqlite3.Connection, key: str, value: bytes, expected_revision: int
+) -> tuple[int, WatchEvent]:
+    latest = conn.execute(_LATEST, (key,)).fetchone()
+    if latest is None or latest[1]:
+        raise NotFound(key)
+    if latest[0] != expected_revision:
+        raise Conflict(key, latest[0])
+    cursor = conn.execute(
+        "INSERT INTO kine (name, created, deleted, create_revision, prev_revision, value)"
+        " VALUES (?, 0, 0, ?, ?, ?)",
+        (key, latest[2], latest[0], value),
+    )
+    rev = int(cursor.lastrowid or 0)
+    return rev, WatchEvent(EventType.MODIFIED, key, value, bytes(latest[3]), rev)
+
+
+def _delete_row(
+    conn: sqlite3.Connection, key: str, expected_revision: int | None
+) -> tuple[tuple[int, bytes], WatchEvent]:
+    latest = conn.execute(_LATEST, (key,)).fetchone()
+    if latest is None or latest[1]:
+        raise NotFound(key)
+    if expected_revision is not None and latest[0] != expected_revision:
+        raise Conflict(key, latest[0])
+    last = bytes(latest[3])
+    cursor = conn.execute(
+        "INSERT INTO kine (name, created, deleted, create_revision, prev_revision, value)"
+        " VALUES (?, 0, 1, ?, ?, ?)",
+        (key, latest[2], latest[0], last),
+    )
+    rev = int(cursor.lastrowid or 0)
+    return (rev, last), WatchEvent(EventType.DELETED, key, last, last, rev)
+
+
+_WRITERS: dict[str, Callable[[sqlite3.Connection, Write], tuple[Any, WatchEvent]]] = {
+    "create": lambda conn, w: _create_row(conn, w.key, w.value),
+    "update": lambda conn, w: _update_row(conn, w.key, w.value, int(w.expected_revision or 0)),
+    "delete": lambda conn, w: _delete_row(conn, w.key, w.expected_revision),
+}
+
+
+class _Published(builtins.list[WatchEvent]):
+    """The changes of a batch, published together (``_deliver`` tells them from a result)."""
 
 
 def _events_between(
