@@ -120,13 +120,8 @@ class ReplicaSetController(ReplicaSetHandlers):
             # Adoption, release or choosing pods to delete needs the pods themselves.
             await self._sync_walking(key, rs, selector, adoptable, needs_sync)
             return
-        # Otherwise the counts say it all: no pod is visited.
-        error: Exception | None = None
-        if needs_sync and not deleting:
-            try:
-                await self._manage_replicas(key, rs, counts.active, [])
-            except ApiError as failure:
-                error = failure
+        # Otherwise the counts say it all: no pod is visited. They are read before acting,
+        # as upstream counts the pods it listed before it created or deleted any.
         now = self.clock.now()
         min_ready = int(spec.get("minReadySeconds") or 0)
         numbers = (
@@ -136,6 +131,13 @@ class ReplicaSetController(ReplicaSetHandlers):
             counts.available(min_ready, now),
             counts.terminating,
         )
+        error: Exception | None = None
+        if needs_sync and not deleting:
+            try:
+                await self._manage_replicas(key, rs, counts.active, [])
+            except ApiError as failure:
+                error = failure
+        now = self.clock.now()
         status = status_from_counts(rs, numbers, error, now)
         updated = await self._update_status(rs, status)
         status = updated.get("status") or {}
