@@ -56,11 +56,20 @@ class VirtualClock:
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
         self._quiescence: list[Callable[[], Awaitable[bool]]] = []
+        self._rest_hooks: list[Callable[[], Awaitable[None]]] = []
+        #: Where the running :meth:`advance` stops (on :meth:`monotonic`'s scale), or None.
+        self.target: float | None = None
 
     def add_quiescence_check(self, check: Callable[[], Awaitable[bool]]) -> None:
         """Work outside the event loop (a store's writer thread) that :meth:`advance` must wait
         for: ``check`` waits for it and says whether there was any."""
         self._quiescence.append(check)
+
+    def add_rest_hook(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Work run when an :meth:`advance` has reached its instant and the loop is quiet,
+        before it returns: writing down what was elided on the way (heartbeats of a steady
+        cluster), so that whatever reads the API while time stands still sees it."""
+        self._rest_hooks.append(hook)
 
     async def _quiesce(self) -> None:
         # Until the loop stays idle and no outside work was waited for. The bound only stops
@@ -99,6 +108,13 @@ class VirtualClock:
             raise ValueError("a clock cannot go back")
         target = self._elapsed + seconds
         await self._quiesce()
+        self.target = target
+        try:
+            await self._advance_to(target)
+        finally:
+            self.target = None
+
+    async def _advance_to(self, target: float) -> None:
         while self._sleepers and self._sleepers[0][0] <= target:
             due, _, future = heapq.heappop(self._sleepers)
             if future.done():
@@ -108,6 +124,10 @@ class VirtualClock:
             await self._quiesce()
         self._elapsed = target
         await self._quiesce()
+        for hook in self._rest_hooks:
+            await hook()
+        if self._rest_hooks:
+            await self._quiesce()
 
 
 async def settle(rounds: int = 64, is_quiet: Callable[[], bool] | None = None) -> bool:

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from taintplane.agents.dra_driver import DraDriver
 from taintplane.agents.nodes import (
@@ -33,7 +33,7 @@ from taintplane.client.events import EventRecorder
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
 
-__all__ = ["KubeletConfig", "Kubelets", "SimulatedNode", "UnknownNodeError"]
+__all__ = ["KubeletConfig", "KubeletElision", "Kubelets", "SimulatedNode", "UnknownNodeError"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,27 @@ LEASE_NAMESPACE = "kube-node-lease"
 
 class UnknownNodeError(KeyError):
     pass
+
+
+class KubeletElision(Protocol):
+    """Under a virtual clock, what lets heartbeat ticks of a steady cluster be skipped and
+    written down later (``taintplane.sim.steady``); the kubelets only ask and report."""
+
+    async def kubelet_tick(self) -> bool:
+        """Whether this tick is elided (what of it shows is written in time)."""
+        ...
+
+    def after_kubelet_tick(self) -> None:
+        """A full tick is done: the cluster may have become steady."""
+        ...
+
+    def interrupt(self) -> None:
+        """Something a heartbeat depends on is about to change: stop eliding, now."""
+        ...
+
+    async def settled(self) -> None:
+        """Wait until elided heartbeats are written down."""
+        ...
 
 
 @dataclass
@@ -104,11 +125,16 @@ class Kubelets:
         self.dra = DraDriver(client, clock)
         self._next_index = 1
         self._wake = asyncio.Event()
+        #: Set by the cluster under a virtual clock (None: every tick runs in full).
+        self.elision: KubeletElision | None = None
 
     # ---- registration ------------------------------------------------------------------------
 
     async def add(self, shapes: Iterable[NodeShape], *, concurrency: int = 32) -> None:
         """Register nodes (concurrently), each with its status and Lease."""
+        if self.elision is not None:
+            self.elision.interrupt()
+            await self.elision.settled()
         slots = asyncio.Semaphore(concurrency)
 
         async def one(shape: NodeShape) -> None:
@@ -155,12 +181,18 @@ class Kubelets:
 
     def stop(self, name: str) -> None:
         """The kubelet goes silent: no lease renewals, no status, no pod work."""
-        self.node(name).running = False
+        node = self.node(name)
+        if self.elision is not None:
+            self.elision.interrupt()
+        node.running = False
 
     async def start(self, name: str) -> None:
         node = self.node(name)
         if node.running:
             return
+        if self.elision is not None:
+            self.elision.interrupt()
+            await self.elision.settled()
         node.running = True
         # While it was silent the node lifecycle controller may have set its conditions
         # Unknown; read them from the API server, as upstream's status update does, rather
@@ -178,6 +210,9 @@ class Kubelets:
 
     async def set_condition(self, name: str, type_: str, status: str) -> None:
         node = self.node(name)
+        if self.elision is not None:
+            self.elision.interrupt()
+            await self.elision.settled()
         if status == HEALTHY.get(type_) or (type_ == "NetworkUnavailable" and status == ""):
             node.overrides.pop(type_, None)
         else:
@@ -210,11 +245,14 @@ class Kubelets:
             reference=_node_reference(node.name),
         )
 
-    async def _post_status(self, node: SimulatedNode, *, force: bool = False) -> None:
+    async def _post_status(
+        self, node: SimulatedNode, *, force: bool = False, at: datetime | None = None
+    ) -> None:
         """Upstream's tryUpdateNodeStatus: run the condition setters on the stored node (as
         the informer has it, unless the kubelet's own last write is newer), post the status
-        if it changed or is due, then tell the changes."""
-        now = self.clock.now()
+        if it changed or is due, then tell the changes. ``at``: the instant of an elided
+        tick being written down (its timestamps, not the clock's)."""
+        now = at or self.clock.now()
         self._schedulable_event(node)
         seen = self.node_informer.get(node.name)
         if seen is not None:
@@ -246,11 +284,11 @@ class Kubelets:
                 reference=reference,
             )
 
-    async def _renew_lease(self, node: SimulatedNode) -> None:
+    async def _renew_lease(self, node: SimulatedNode, at: datetime | None = None) -> None:
         """Upstream's lease controller: a renewal changes only renewTime (the rest of the
         lease as it is); a missing lease is created with the bare minimum newLease sets —
         holder, duration, renewal and the Node as owner (no acquireTime, no transitions)."""
-        now = self.clock.now()
+        now = at or self.clock.now()
         renewed = {"renewTime": format_micro_time(now)}
         try:
             await self.client.patch(LEASES, node.name, {"spec": renewed}, namespace=LEASE_NAMESPACE)
@@ -283,6 +321,45 @@ class Kubelets:
                 log.info("kubelet %s: creating the lease failed: %s", node.name, again)
                 return
         node.last_renew = now
+
+    # ---- elided ticks -------------------------------------------------------------------------
+
+    def steady(self) -> bool:
+        """Whether the next ticks would do nothing but renew every lease and post unchanged
+        statuses when due: every node running, renewed at this instant, its conditions as
+        wanted and its cordon already told."""
+        now = self.clock.now()
+        for node in self.nodes.values():
+            if not node.running or node.last_renew != now or node.last_report is None:
+                return False
+            seen = self.node_informer.get(node.name)
+            if seen is None:
+                return False
+            if bool((seen.get("spec") or {}).get("unschedulable")) != node.last_unschedulable:
+                return False
+            _remember(node, seen)
+            conditions, events = set_conditions(node.stored_conditions, self._desired(node), now)
+            if events or status_changed(node.stored_conditions, conditions):
+                return False
+        return True
+
+    async def write_elided(
+        self, names: list[str], reports: dict[str, datetime], renewed: datetime | None
+    ) -> None:
+        """Write what elided ticks would have written, with their timestamps: for each node
+        named, the status report due at ``reports[name]`` and the lease renewal of
+        ``renewed``, each when newer than what the node last wrote."""
+        slots = asyncio.Semaphore(32)
+
+        async def one(node: SimulatedNode) -> None:
+            async with slots:
+                report = reports.get(node.name)
+                if report is not None and (node.last_report is None or report > node.last_report):
+                    await self._post_status(node, force=True, at=report)
+                if renewed is not None and (node.last_renew is None or renewed > node.last_renew):
+                    await self._renew_lease(node, at=renewed)
+
+        await asyncio.gather(*(one(self.nodes[n]) for n in names if n in self.nodes))
 
     async def _current_node_uid(self, node: SimulatedNode) -> str | None:
         """Upstream's setNodeOwnerFunc: the owner of a new Lease is the Node as it is now —
@@ -318,7 +395,12 @@ class Kubelets:
                 self.pods.resync(name)
             while True:
                 await self.clock.sleep(self.config.node_status_update_frequency)
-                await self.heartbeat()
+                if self.elision is None:
+                    await self.heartbeat()
+                elif not await self.elision.kubelet_tick():
+                    await self.elision.settled()
+                    await self.heartbeat()
+                    self.elision.after_kubelet_tick()
         finally:
             await self.pods.stop()
             if self._own_informers:

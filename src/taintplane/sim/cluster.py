@@ -30,6 +30,7 @@ from taintplane.client.shared import SharedInformers
 from taintplane.client.transport import InProcessTransport
 from taintplane.clock import Clock, RealClock, VirtualClock
 from taintplane.controllers.manager import ALL_CONTROLLERS, ControllerConfig, ControllerManager
+from taintplane.controllers.nodelifecycle import NodeLifecycleController
 from taintplane.controllers.tainteviction import TaintEvictionController
 from taintplane.scheduler.explain import explain_pods
 from taintplane.scheduler.scheduler import Scheduler
@@ -37,6 +38,7 @@ from taintplane.sim.admin import ADMIN_PREFIX, AdminApp
 from taintplane.sim.kubeconfig import write_kubeconfig
 from taintplane.sim.pki import ensure_tls
 from taintplane.sim.snapshot import restore
+from taintplane.sim.steady import HeartbeatElision
 from taintplane.store.etcd_target import EtcdTarget, EtcdURLError, parse_etcd_url
 from taintplane.store.sqlite import SqliteStore
 from taintplane.web.dashboard import DASHBOARD_PREFIX, Dashboard
@@ -118,6 +120,10 @@ class ClusterConfig:
     #: (``up --nodes 2`` after 5): deleted, with their Leases, before any component starts,
     #: rather than left to go NotReady and be tainted unreachable.
     retired_nodes: list[str] = field(default_factory=list)
+    #: Under a virtual clock, elide the heartbeats of a steady cluster (written down when
+    #: time stands still or anything changes; ``taintplane.sim.steady``). Off: every tick of
+    #: every kubelet and every node lifecycle pass runs in full.
+    elide_heartbeats: bool = True
 
 
 def _not_the_api(path: str) -> bool:
@@ -240,6 +246,12 @@ class Cluster:
             )
             await self.kubelets.add(self.config.nodes)
             self._spawn(self.kubelets.run(), "agents")
+            if self.config.elide_heartbeats and isinstance(self.clock, VirtualClock):
+                nlc = None
+                if self.controller_manager is not None:
+                    found = self.controller_manager.controllers.get("node-lifecycle-controller")
+                    nlc = found if isinstance(found, NodeLifecycleController) else None
+                HeartbeatElision(self.clock, self.kubelets, nlc)
         # The dashboard reads eviction deadlines from the taint eviction controller's own
         # queue when it runs here (nothing in the API records them).
         evictions = None
@@ -402,6 +414,7 @@ async def in_process_cluster(
     controller_config: ControllerConfig | None = None,
     admission: AdmissionSetup | None = None,
     seed: list[dict[str, Any]] | None = None,
+    elide_heartbeats: bool = True,
 ) -> AsyncIterator[Cluster]:
     """A cluster on the caller's event loop with no HTTP listener: components talk through
     the in-process transport, and a virtual clock drives everything deterministically."""
@@ -415,6 +428,7 @@ async def in_process_cluster(
         controller_config=controller_config,
         admission=admission,
         seed=list(seed or []),
+        elide_heartbeats=elide_heartbeats,
     )
     cluster = Cluster(config, clock)
     await cluster.start(listen=False)

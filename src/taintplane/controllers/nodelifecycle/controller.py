@@ -18,9 +18,11 @@ item falls due, which is the same up to that tick.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 
@@ -47,7 +49,13 @@ from taintplane.controllers.nodelifecycle.zones import (
     zone_key,
 )
 
-__all__ = ["NodeLifecycleConfig", "NodeLifecycleController", "ZoneState", "zone_key"]
+__all__ = [
+    "NodeLifecycleConfig",
+    "NodeLifecycleController",
+    "PassElision",
+    "ZoneState",
+    "zone_key",
+]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +64,20 @@ PODS = resource("", "v1", "pods")
 COMPONENT = "node-controller"
 NO_EXECUTE = "NoExecute"
 EXCLUDE_DISRUPTION_LABEL = "node.kubernetes.io/exclude-disruption"
+
+
+class PassElision(Protocol):
+    """Under a virtual clock, what lets monitor passes over a steady cluster be skipped
+    (``taintplane.sim.steady``): such a pass would only note that every lease moved."""
+
+    def nlc_pass(self) -> bool:
+        """Whether this pass is elided."""
+        ...
+
+    def take_catch_up(self) -> tuple[datetime, datetime, list[str]] | None:
+        """After elided passes: (the last renewal one of them saw, the first pass that saw
+        it, the nodes renewed then), to be noted as those passes would have."""
+        ...
 
 
 @dataclass
@@ -93,6 +115,8 @@ class NodeLifecycleController:
         self.known: dict[str, dict[str, Any]] = {}
         self.zones = Zones(clock, self.config, self.metrics)
         self._wake = asyncio.Event()
+        #: Set by the cluster under a virtual clock (None: every pass runs in full).
+        self.elision: PassElision | None = None
         self._background: set[asyncio.Future[None]] = set()
         self.node_queue = WorkQueue(clock, name="node_lifecycle_controller")
         # Upstream's podUpdateQueue: a pod newly bound to a node is looked at once. Ours is
@@ -114,12 +138,56 @@ class NodeLifecycleController:
         ]
         try:
             while True:
-                await self.monitor_node_health()
+                if self.elision is None:
+                    await self.monitor_node_health()
+                elif not self.elision.nlc_pass():
+                    self.catch_up(self.elision.take_catch_up())
+                    await self.monitor_node_health()
                 await self.clock.sleep(self.config.node_monitor_period)
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    # ---- elided passes -------------------------------------------------------------------------
+
+    def steady(self, names: set[str]) -> bool:
+        """Whether a pass would find nothing to do as long as the nodes ``names`` (and only
+        they) renew their leases: every node known, Ready, without a NoExecute condition
+        taint to lift, every zone Normal and nothing queued."""
+        if set(self.nodes.cache) != names or len(self.node_queue) or set(self.known) != names:
+            return False
+        if any(state != ZoneState.NORMAL for state in self.zones.states.values()):
+            return False
+        if any(len(tainter) for tainter in self.zones.tainters.values()):
+            return False
+        for name, node in self.nodes.cache.items():
+            record = self.health.records.get(name)
+            ready = ready_condition(node)
+            if record is None or record.ready is None or ready is None:
+                return False
+            if ready.get("status") != "True" or record.ready.get("status") != "True":
+                return False
+            if has_taint(node, TAINT_NODE_UNREACHABLE, NO_EXECUTE) or has_taint(
+                node, TAINT_NODE_NOT_READY, NO_EXECUTE
+            ):
+                return False
+        return True
+
+    def catch_up(self, seen: tuple[datetime, datetime, list[str]] | None) -> None:
+        """Note what elided passes saw: the lease renewed at ``renewed`` (and the Ready
+        heartbeat posted by then) first seen by the pass at ``probe``."""
+        if seen is None:
+            return
+        renewed, probe, names = seen
+        for name in names:
+            record = self.health.records.get(name)
+            node = self.nodes.get(name)
+            if record is None or node is None:
+                continue
+            record.lease_renew = renewed
+            record.probe = probe
+            record.ready = copy.deepcopy(ready_condition(node))
 
     # ---- on every node change: NoSchedule taints that mirror conditions, beta labels --------
 

@@ -1,0 +1,122 @@
+"""The cost of a cluster where nothing happens: heartbeats only.
+
+    .venv/bin/python benchmarks/idle_cost.py --sizes 250,1000 --hours 1 [--real 5000 --seconds 60]
+
+Virtual clock (in process, no pods): for each size, nodes registered, then `advance` by
+``--hours`` of simulated time in one call, with heartbeat elision (the default) and, with
+``--full``, without it; reported as wall seconds and seconds per node per simulated hour.
+Real clock (``--real N``): `taintplane up --nodes N --port 0` as a user starts it, left idle
+for ``--seconds`` after it is up; reported as the process's CPU time over that window in %
+of one core, and its RSS. One JSON line per measurement on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from taintplane.agents.nodes import NodeShape
+from taintplane.clock import VirtualClock
+from taintplane.sim.cluster import in_process_cluster
+
+
+async def virtual(nodes: int, hours: float, elide: bool) -> dict[str, object]:
+    clock = VirtualClock()
+    shapes = [NodeShape(f"node-{i}", zone="abc"[i % 3]) for i in range(1, nodes + 1)]
+    with tempfile.TemporaryDirectory() as data:
+        started = time.perf_counter()
+        async with in_process_cluster(
+            Path(data), clock, nodes=shapes, elide_heartbeats=elide
+        ) as cluster:
+            await clock.advance(60)  # past start-up: every zone Normal
+            setup = time.perf_counter() - started
+            started = time.perf_counter()
+            await clock.advance(hours * 3600)
+            wall = time.perf_counter() - started
+            assert cluster.kubelets is not None
+    return {
+        "clock": "virtual",
+        "nodes": nodes,
+        "simulated_hours": hours,
+        "elide_heartbeats": elide,
+        "setup_s": round(setup, 2),
+        "wall_s": round(wall, 3),
+        "s_per_node_hour": round(wall / nodes / hours, 6),
+    }
+
+
+def real(nodes: int, seconds: float) -> dict[str, object]:
+    with tempfile.TemporaryDirectory() as data:
+        process = subprocess.Popen(
+            [
+                str(Path(sys.executable).with_name("taintplane")),
+                "up",
+                "--nodes",
+                str(nodes),
+                "--port",
+                "0",
+                "--data-dir",
+                data,
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                if line.startswith("export KUBECONFIG="):
+                    break
+            time.sleep(15)  # the first round of status posts and lease renewals settles
+            before = _cpu_seconds(process.pid)
+            time.sleep(seconds)
+            used = _cpu_seconds(process.pid) - before
+            rss = _rss_mb(process.pid)
+        finally:
+            process.terminate()
+            process.wait(30)
+    return {
+        "clock": "real",
+        "nodes": nodes,
+        "idle_seconds": seconds,
+        "cpu_percent_of_one_core": round(100 * used / seconds, 1),
+        "rss_mb": rss,
+    }
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime + stime
+    return ticks / 100.0
+
+
+def _rss_mb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="250,1000")
+    parser.add_argument("--hours", type=float, default=1.0)
+    parser.add_argument("--full", action="store_true", help="also without elision")
+    parser.add_argument("--real", type=int, default=0, help="nodes of a real-clock `up`")
+    parser.add_argument("--seconds", type=float, default=60.0)
+    args = parser.parse_args(argv)
+    for size in [int(s) for s in args.sizes.split(",") if s]:
+        for elide in (True, False) if args.full else (True,):
+            print(json.dumps(asyncio.run(virtual(size, args.hours, elide))), flush=True)
+    if args.real:
+        print(json.dumps(real(args.real, args.seconds)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
