@@ -380,6 +380,7 @@ class Call:
     params: dict[str, str] = field(default_factory=dict)
     content_type: str = ""
     body: bytes = b""
+    accept: str = ""
 
     def describe(self) -> str:
         return f"{self.method} {self.path} {self.params} {self.content_type} {self.body[:300]!r}"
@@ -419,6 +420,7 @@ def calls(draw: st.DrawFn) -> Call:
                 "hostile",
                 "list",
                 "watch",
+                "table",
                 "delete",
                 "null",
                 "subresource",
@@ -505,6 +507,12 @@ def calls(draw: st.DrawFn) -> Call:
     if action == "list":
         path = draw(st.sampled_from([base, collection(resource, "no-such-ns"), item]))
         return Call("GET", path, draw(LIST_PARAMS))
+    if action == "table":
+        # kubectl get: Tables of whatever the fuzzing stored (printer columns over odd values).
+        include = draw(st.sampled_from(["", "None", "Metadata", "Object", "x"]))
+        params = {"includeObject": include} if include else {}
+        path = draw(st.sampled_from([base, item, collection(resource, "no-such-ns")]))
+        return Call("GET", path, params, accept=TABLE)
     if action == "watch":
         # A negative timeout ends the watch at once (as upstream's), after its parameters,
         # initial events and bookmarks are handled.
@@ -579,8 +587,13 @@ def subresource_calls(draw: st.DrawFn, name: str) -> Call:
 # ---- checks ------------------------------------------------------------------------------
 
 
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
 def send(client: httpx.Client, call: Call) -> httpx.Response:
     headers = {"Content-Type": call.content_type} if call.content_type else {}
+    if call.accept:
+        headers["Accept"] = call.accept
     return client.request(
         call.method, call.path, params=call.params, content=call.body, headers=headers
     )
