@@ -16,15 +16,20 @@ from tests.scheduler.builders import make_node, make_pod, taint
 NAMES = [f"p{i}" for i in range(10)]
 
 
-def count_batches(cluster: Cluster) -> list[int]:
-    """The sizes of the batches the store commits (one entry per ``write_many``)."""
+def count_batches(cluster: Cluster, events: list[int] | None = None) -> list[int]:
+    """The sizes of the batches of pod writes the store commits (one per ``write_many``;
+    the events go in batches of their own)."""
     store = cluster.store
     assert isinstance(store, SqliteStore)
     sizes: list[int] = []
     many = store.write_many
 
     async def counted(writes: Any) -> Any:
-        sizes.append(len(writes))
+        pods = [w for w in writes if "/pods/" in w.key]
+        if pods:
+            sizes.append(len(pods))
+        elif events is not None:
+            events.append(len(writes))
         return await many(writes)
 
     store.write_many = counted  # type: ignore[method-assign]
@@ -43,10 +48,14 @@ async def burst(sim: Sim) -> None:
 def test_a_burst_is_batched_and_each_pod_evicted_as_alone(tmp_path: Path) -> None:
     async def scenario(sim: Sim) -> None:
         await burst(sim)
-        sizes = count_batches(sim.cluster)
+        event_batches: list[int] = []
+        sizes = count_batches(sim.cluster, event_batches)
         await sim.advance_to(70)
         # The status writes, then the deletions: one transaction each.
         assert sizes == [len(NAMES), len(NAMES)]
+        # The recorder sends what is queued together too.
+        assert sum(event_batches) == len(NAMES)
+        assert len(event_batches) < len(NAMES)
         for name in NAMES:
             pod = await sim.pod(name)
             assert pod is not None

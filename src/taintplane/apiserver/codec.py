@@ -11,7 +11,15 @@ from taintplane.apiserver import bounded_yaml, protobuf
 from taintplane.apiserver.body_limits import MAX_BODY_BYTES, DepthError, check_depth, too_large
 from taintplane.apiserver.status import APIError
 
-__all__ = ["MAX_BODY_BYTES", "clone", "decode_body", "encode", "wants_table"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "UnreadableYAML",
+    "clone",
+    "decode_body",
+    "encode",
+    "summarize",
+    "wants_table",
+]
 
 JSON_TYPES = ("application/json", "")
 YAML_TYPES = ("application/yaml", "application/apply-patch+yaml", "text/yaml", "application/x-yaml")
@@ -22,6 +30,24 @@ PATCH_TYPES = (
     "application/apply-patch+yaml",
 )
 PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+class UnreadableYAML(APIError):
+    """A 400 for a body that is not YAML (or over a YAML limit): ``detail`` is
+    sigs.k8s.io/yaml's error, which a create or update wraps as transformDecodeError does."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(APIError.bad_request(detail).status)
+        self.detail = detail
+
+
+def summarize(data: bytes, limit: int = 30) -> str:
+    """handlers' summarizeData: a JSON object's start as text, anything else in hex."""
+    if not data:
+        return "<empty>"
+    if data[:1] == b"{":
+        return data[:limit].decode("utf-8", "replace") + (" ..." if len(data) > limit else "")
+    return data[:limit].hex() + (" ..." if len(data) > limit else "")
 
 
 def media_type(content_type: str | None) -> str:
@@ -64,9 +90,9 @@ def decode_body(raw: bytes, content_type: str | None) -> Any:
             # YAML has integers of any size, dates and more: keep only what JSON can carry.
             return orjson.loads(orjson.dumps(value))
         except (yaml.YAMLError, UnicodeDecodeError) as error:
-            raise APIError.bad_request(f"error converting YAML to JSON: {error}") from error
+            raise UnreadableYAML(f"error converting YAML to JSON: {error}") from error
         except (TypeError, orjson.JSONEncodeError) as error:
-            raise APIError.bad_request(f"error converting YAML to JSON: {error}") from error
+            raise UnreadableYAML(f"error converting YAML to JSON: {error}") from error
     if kind == PROTOBUF:
         try:
             value = protobuf.decode(raw) if raw else None
@@ -79,7 +105,7 @@ def decode_body(raw: bytes, content_type: str | None) -> Any:
 
 def _too_deep_yaml() -> APIError:
     limit = bounded_yaml.YAMLLimitError(f"yaml: {DepthError().message}")
-    return APIError.bad_request(f"error converting YAML to JSON: {limit}")
+    return UnreadableYAML(f"error converting YAML to JSON: {limit}")
 
 
 def encode(obj: Any) -> bytes:

@@ -194,7 +194,7 @@ class ResourceHandlers:
                 raise APIError.method_not_allowed(
                     "the server does not allow this method on the requested resource"
                 )
-            body = self._require_object(await self._body(request))
+            body = self._require_object(await self._object_body(request, info))
             created = await self.registry.create(
                 info.resource,
                 info.namespace,
@@ -206,7 +206,7 @@ class ResourceHandlers:
             )
             return json_response(created, 201)
         if verb == "update":
-            body = self._require_object(await self._body(request))
+            body = self._require_object(await self._object_body(request, info))
             updated = await self.registry.update(
                 info.resource,
                 info.namespace,
@@ -245,6 +245,18 @@ class ResourceHandlers:
             return request.state.body  # already converted from a served version (conversion.py)
         raw = await request.body()
         return await offload(codec.decode_body, raw, request.headers.get("content-type"))
+
+    async def _object_body(self, request: Request, info: RequestInfo) -> Any:
+        """A create or update body. One the YAML decoder refuses has no kind to read, and
+        the handler's transformDecodeError says so: ``the object provided is unrecognized
+        (must be of type Node): error converting YAML to JSON: … (<the body's start>)``."""
+        try:
+            return await self._body(request)
+        except codec.UnreadableYAML as error:
+            raise APIError.bad_request(
+                f"the object provided is unrecognized (must be of type {info.resource.kind}): "
+                f"{error.detail} ({codec.summarize(await request.body())})"
+            ) from error
 
     async def _body_notes(self, request: Request) -> DecodeNotes:
         """Duplicate fields in a create or update body (not for a body converted from

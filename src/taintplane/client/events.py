@@ -26,7 +26,7 @@ from typing import Any
 
 from taintplane.api.decoding import format_time
 from taintplane.api.scheme import ResourceType
-from taintplane.client.client import ApiError, Client, resource
+from taintplane.client.client import ApiError, Client, Op, resource
 from taintplane.client.event_correlator import EventCorrelator
 from taintplane.clock import Clock
 
@@ -114,6 +114,8 @@ class EventRecorder:
         self.source = {"component": component, **({"host": host} if host else {})}
         self.max_queued = max_queued
         self.writers = writers
+        #: How many queued events one writer sends together (``Client.batch``).
+        self.batch_size = 64
         self.correlator = EventCorrelator(clock, event_name)
         #: Events dropped because the queue was full.
         self.dropped = 0
@@ -202,19 +204,69 @@ class EventRecorder:
 
     async def _write(self) -> None:
         while self._queue:
-            write = self._queue.popleft()
-            key = write.key
-            del self._queued[key]
-            self._writing[key] = None
+            # What is queued goes out together, up to a batch (one store transaction in
+            # process: ``Client.batch``); each event still is its own request and fails alone.
+            batch: list[_Write] = []
+            while self._queue and len(batch) < self.batch_size:
+                write = self._queue.popleft()
+                del self._queued[write.key]
+                self._writing[write.key] = None
+                batch.append(write)
             try:
-                sent = await self._send(write)
-                while sent and (following := self._writing[key]) is not None:
-                    self._writing[key] = None
-                    sent = await self._send(following)
+                sent = await (self._send_many(batch) if len(batch) > 1 else self._send(batch[0]))
+                for write in batch:
+                    key = write.key
+                    while sent and (following := self._writing[key]) is not None:
+                        self._writing[key] = None
+                        sent = await self._send(following)
             finally:
-                del self._writing[key]
+                for write in batch:
+                    del self._writing[write.key]
             if not sent:
                 return
+
+    async def _send_many(self, batch: list[_Write]) -> bool:
+        """Write several events as :meth:`_send` writes each: the patches of series first,
+        those whose Event is gone created anew with the others."""
+        try:
+            creates = [w for w in batch if w.patch is None]
+            patches = [w for w in batch if w.patch is not None]
+            answers = await self.client.batch(
+                [
+                    Op.patch(
+                        self.events,
+                        w.event["metadata"]["name"],
+                        w.patch,
+                        namespace=w.namespace,
+                        patch_type="strategic",
+                    )
+                    for w in patches
+                ]
+            )
+            for write, answer in zip(patches, answers, strict=True):
+                if isinstance(answer, ApiError) and answer.code == 404:
+                    creates.append(write)
+                elif isinstance(answer, ApiError):
+                    log.debug("event %s not recorded: %s", write.event.get("reason"), answer)
+            answers = await self.client.batch(
+                [Op.create(self.events, w.event, namespace=w.namespace) for w in creates]
+            )
+            for write, answer in zip(creates, answers, strict=True):
+                if isinstance(answer, ApiError):
+                    log.debug("event %s not recorded: %s", write.event.get("reason"), answer)
+        except Exception as error:  # the connection or the client is gone
+            log.warning(
+                "event %s not recorded (%s: %s); %d queued events discarded",
+                batch[0].event.get("reason"),
+                type(error).__name__,
+                error,
+                # The batch's others were not written either: discarded with the queue.
+                len(self._queue) + len(batch) - 1,
+            )
+            self._queue.clear()
+            self._queued.clear()
+            return False
+        return True
 
     async def _send(self, write: _Write) -> bool:
         """Write one event as client-go's recordEvent does; False when the connection is gone
