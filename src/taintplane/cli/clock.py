@@ -9,6 +9,8 @@ import click
 
 from taintplane.api.duration import DurationError, format_duration, parse_duration
 from taintplane.cli.admin import admin_call, kubeconfig_option
+from taintplane.cli.clock_progress import advance_showing_progress
+from taintplane.cli.progress import progress_option, wants_progress
 from taintplane.clock import RealClock
 
 __all__ = ["clock_group"]
@@ -51,9 +53,14 @@ class _DurationCommand(click.Command):
 @clock_group.command("advance", cls=_DurationCommand)
 @click.argument("duration")
 @kubeconfig_option
-def advance_command(duration: str, kubeconfig: str | None) -> None:
+@progress_option
+def advance_command(duration: str, kubeconfig: str | None, progress: bool | None) -> None:
     """Move a virtual clock forward by DURATION (Go syntax: 90s, 5m, 1h30m) and return once
     everything due by then has run; prints the new time.
+
+    On a terminal (or with --progress), stderr shows how far the cluster has got and how
+    fast, then one line of totals: "advanced 1h of cluster time in 2.1s (1714x): 812
+    objects written (387/s), 95 events (45/s)".
 
     \b
     Example:
@@ -69,6 +76,9 @@ def advance_command(duration: str, kubeconfig: str | None) -> None:
         raise click.BadParameter(
             "a clock cannot go back: use a positive duration", param_hint="DURATION"
         )
+    if wants_progress(progress):
+        click.echo(advance_showing_progress(kubeconfig, seconds, progress)["now"])
+        return
     click.echo(admin_call(kubeconfig, "POST", "clock/advance", {"seconds": seconds})["now"])
 
 

@@ -6,10 +6,7 @@ The scenario format is in :mod:`taintplane.sim.scenario` and the README.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -19,6 +16,7 @@ from taintplane.api.duration import format_duration
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
 from taintplane.cli.errors import InputFileError
 from taintplane.cli.logs import quiet_components
+from taintplane.cli.progress import progress_option, run_shown
 from taintplane.cli.text import columns
 from taintplane.sim.report_html import render_html
 from taintplane.sim.scenario import ScenarioError, load_scenario
@@ -53,7 +51,10 @@ TEXT_TIMELINE_LINES = 200
     metavar="A=true,B=false",
     help="Kubernetes feature gates of the simulated cluster, as for `taintplane up`.",
 )
-def simulate_command(scenario: Path, report: Path | None, output: str, feature_gates: str) -> None:
+@progress_option
+def simulate_command(
+    scenario: Path, report: Path | None, output: str, feature_gates: str, progress: bool | None
+) -> None:
     """Play SCENARIO (nodes or pools, objects, and steps such as taints, stopped kubelets or
     zones, node conditions, at offsets) on a fresh cluster on virtual time; print what
     happened and when.
@@ -74,8 +75,12 @@ def simulate_command(scenario: Path, report: Path | None, output: str, feature_g
         raise InputFileError(str(error)) from error
     if report is not None:
         _check_writable(report)
-    result = asyncio.run(
-        run_scenario(played, features=features, progress=_progress_bar(played.until))
+    result = run_shown(
+        progress,
+        "simulated",
+        "simulating",
+        played.until,
+        lambda shown: run_scenario(played, features=features, progress=shown),
     )
     if report is not None:
         try:
@@ -101,23 +106,6 @@ def _check_writable(report: Path) -> None:
         raise click.ClickException(f"cannot write {report}: {error.strerror or error}") from error
     if not existed:
         report.unlink()
-
-
-def _progress_bar(total: float) -> Callable[[float, float], None] | None:
-    if not sys.stderr.isatty():
-        return None
-    bar = click.progressbar(
-        length=max(int(total), 1), label=f"simulating {format_duration(total)}", file=sys.stderr
-    )
-    shown = [0]
-
-    def progress(done: float, total: float) -> None:
-        bar.update(int(done) - shown[0])
-        shown[0] = int(done)
-        if done >= total:
-            bar.render_finish()
-
-    return progress
 
 
 def render_text(result: SimulationReport, report: Path | None) -> str:

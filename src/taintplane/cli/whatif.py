@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
-import sys
 from collections import Counter
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,12 +25,13 @@ from taintplane.api.taint_spec import TaintSpecError, parse_taint_command, valid
 from taintplane.cli.errors import InputFileError
 from taintplane.cli.kubeconfig import Target, load_target
 from taintplane.cli.logs import quiet_components
+from taintplane.cli.progress import progress_option, run_shown
 from taintplane.cli.text import columns
 from taintplane.cli.whatif_devices import run_devices
 from taintplane.client import ApiError, Client, HTTPTransport
 from taintplane.clock import RealClock
 from taintplane.sim.snapshot import SnapshotError, read_live, read_snapshot_file, snapshot_instant
-from taintplane.sim.whatif import PLACEMENT_NOTE, STEPS, WhatIfReport, run_what_if
+from taintplane.sim.whatif import PLACEMENT_NOTE, WhatIfReport, run_what_if
 from taintplane.sim.whatif_outcomes import Replacement
 from taintplane.sim.whatif_plan import WhatIfError, default_window, resolve_plan
 
@@ -94,6 +93,7 @@ def what_if_group() -> None:
     help="what-if taint devices: the DeviceTaintRule to try (instead of a selection).",
 )
 @click.option("--kubeconfig", metavar="PATH", help="Kubeconfig of the live cluster.")
+@progress_option
 def what_if_taint_command(
     args: tuple[str, ...],
     snapshot: Path | None,
@@ -105,6 +105,7 @@ def what_if_taint_command(
     feature_gates: str,
     filename: Path | None,
     kubeconfig: str | None,
+    progress: bool | None,
 ) -> None:
     """What `kubectl taint nodes NAME… KEY[=VALUE]:EFFECT` would do: which pods are evicted,
     when, and where their replacements go. The same arguments as kubectl taint (KEY:EFFECT-
@@ -156,7 +157,7 @@ def what_if_taint_command(
 
     objects, start = _read_cluster(snapshot, kubeconfig)
     if devices:
-        run_devices(args[1:], filename, objects, start, window, features, output)
+        run_devices(args[1:], filename, objects, start, window, features, output, progress)
         return
     try:
         plan = resolve_plan(
@@ -181,15 +182,15 @@ def what_if_taint_command(
     if window is None:
         window = default_window(objects, plan)
 
-    report = asyncio.run(
-        run_what_if(
-            objects,
-            plan,
-            start=start,
-            window=window,
-            features=features,
-            progress=_progress_bar(window),
-        )
+    resolved = plan
+    report = run_shown(
+        progress,
+        "predicted",
+        "predicting",
+        window,
+        lambda shown: run_what_if(
+            objects, resolved, start=start, window=window, features=features, progress=shown
+        ),
     )
     if output == "json":
         click.echo(json.dumps(report.to_json(), indent=2))
@@ -214,22 +215,6 @@ def taint_command(args: tuple[str, ...], selector: str, *, all_nodes: bool, over
     words += ["--all"] if all_nodes else []
     words += ["--overwrite"] if overwrite else []
     return shlex.join(words)
-
-
-def _progress_bar(window: float) -> Callable[[float, float], None] | None:
-    """Simulated time done, on a terminal's stderr (nothing when it is not a terminal)."""
-    if not sys.stderr.isatty():
-        return None
-    bar = click.progressbar(
-        length=STEPS, label=f"simulating {format_duration(window)}", file=sys.stderr
-    )
-
-    def progress(done: float, total: float) -> None:
-        bar.update(1)
-        if done >= total:
-            bar.render_finish()
-
-    return progress
 
 
 def _read_cluster(

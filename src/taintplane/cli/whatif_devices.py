@@ -10,7 +10,6 @@ overrides its taint). The question is put to a copy of the cluster on virtual ti
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 from collections import Counter
@@ -23,6 +22,7 @@ import click
 from taintplane.api.duration import format_duration
 from taintplane.api.features import FeatureGates
 from taintplane.cli.errors import InputFileError
+from taintplane.cli.progress import run_shown
 from taintplane.cli.taint_devices import Selection, parse_device_taint, rule_name
 from taintplane.cli.text import columns
 from taintplane.sim.snapshot import SnapshotError, load_yaml_documents, objects_of
@@ -93,12 +93,20 @@ def run_devices(
     window: float | None,
     features: FeatureGates,
     output: str,
+    progress: bool | None = None,
 ) -> None:
     plan = device_plan(args, filename)
     if window is None:
         window = default_device_window(objects, plan)
-    report = asyncio.run(
-        run_device_what_if(objects, plan, start=start, window=window, features=features)
+    span = window
+    report = run_shown(
+        progress,
+        "predicted",
+        "predicting",
+        span,
+        lambda shown: run_device_what_if(
+            objects, plan, start=start, window=span, features=features, progress=shown
+        ),
     )
     if output == "json":
         click.echo(json.dumps(report.to_json(), indent=2))

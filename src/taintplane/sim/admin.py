@@ -1,6 +1,7 @@
 """The admin endpoints a running cluster serves beside the Kubernetes API.
 
-``/taintplane/v1/clock`` (read, and ``advance`` under virtual time), fault injection on
+``/taintplane/v1/clock`` (read, and ``advance`` under virtual time, its progress streamed as
+lines of JSON when the body asks for it with ``"progress": true``), fault injection on
 simulated nodes (``/taintplane/v1/nodes/NAME/stop|start|condition``, and ``zones/ZONE/...``
 for partitions), the health of simulated DRA devices
 (``/taintplane/v1/devices/DRIVER/POOL/DEVICE/health``), and ``/metrics`` in the Prometheus
@@ -11,6 +12,7 @@ and ``taintplane device`` call.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,7 @@ from taintplane.apiserver.status import APIError
 from taintplane.client.queue_metrics import WorkQueueCollector, queue_metrics_of
 from taintplane.clock import VirtualClock
 from taintplane.controllers.stability import WithoutCreated
+from taintplane.sim.progress import WorkMeter
 
 if TYPE_CHECKING:
     from taintplane.sim.cluster import Cluster
@@ -37,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["ADMIN_PREFIX", "AdminApp"]
 
 ADMIN_PREFIX = "/taintplane/v1/"
+#: Wall seconds between the progress lines of a streamed ``clock/advance``.
+PROGRESS_INTERVAL = 0.25
 CONDITION_TYPES = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
 CONDITION_STATUSES = ("True", "False", "Unknown")
 #: The kubelets answer to the process that runs them; a split `taintplane agents` has no
@@ -79,6 +84,9 @@ class AdminApp:
                 await self._metrics(send)
                 return
             payload = orjson.loads(body) if body else {}
+            if path == f"{ADMIN_PREFIX}clock/advance" and payload.get("progress") is True:
+                await self._advance_streaming(payload, send)
+                return
             result = await self._route(scope["method"], path[len(ADMIN_PREFIX) :], payload)
             await _json(send, 200, result)
         except _Refused as refusal:
@@ -142,7 +150,35 @@ class AdminApp:
             "warnings": node_warnings(node),
         }
 
-    async def _advance(self, payload: dict[str, Any]) -> dict[str, Any]:
+    async def _advance_streaming(self, payload: dict[str, Any], send: Send) -> None:
+        """``{"seconds": S, "progress": true}``: the same advance, answered as lines of JSON
+        (``application/x-ndjson``), a ``{"progress": …}`` line every ``PROGRESS_INTERVAL``
+        seconds of wall time while it runs, then the clock's state with the ``totals``. The
+        clock advances in one go, as without progress: the lines are read beside it."""
+        clock, seconds = self._advancing(payload)
+        meter = WorkMeter(self.cluster)
+        await meter.start()
+        start = clock.monotonic()
+        advancing = asyncio.ensure_future(clock.advance(seconds))
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/x-ndjson")],
+            }
+        )
+        while True:
+            finished, _ = await asyncio.wait({advancing}, timeout=PROGRESS_INTERVAL)
+            work = await meter.read(clock.monotonic() - start, seconds)
+            if finished:
+                break
+            line = orjson.dumps({"progress": work.to_json()}) + b"\n"
+            await send({"type": "http.response.body", "body": line, "more_body": True})
+        advancing.result()
+        final = {**self._clock_state(), "totals": work.to_json()}
+        await send({"type": "http.response.body", "body": orjson.dumps(final) + b"\n"})
+
+    def _advancing(self, payload: dict[str, Any]) -> tuple[VirtualClock, float]:
         clock = self.cluster.clock
         if not isinstance(clock, VirtualClock):
             raise _Refused(
@@ -153,7 +189,11 @@ class AdminApp:
         seconds = payload.get("seconds")
         if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
             raise _Refused(400, "seconds must be a number of seconds, zero or more")
-        await clock.advance(float(seconds))
+        return clock, float(seconds)
+
+    async def _advance(self, payload: dict[str, Any]) -> dict[str, Any]:
+        clock, seconds = self._advancing(payload)
+        await clock.advance(seconds)
         return self._clock_state()
 
     async def _fault(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import tempfile
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +25,7 @@ from taintplane.api.scheme import SCHEME
 from taintplane.client import ApiError, Client
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import Cluster, in_process_cluster
+from taintplane.sim.progress import Progress
 from taintplane.sim.recorder import NODES, Happening, Recorder, node_taints
 from taintplane.sim.scenario import Scenario, Step
 from taintplane.sim.whatif_plan import WhatIfError, apply_plan, resolve_plan
@@ -229,7 +229,7 @@ async def run_scenario(
     scenario: Scenario,
     *,
     features: FeatureGates | None = None,
-    progress: Callable[[float, float], None] | None = None,
+    progress: Progress | None = None,
 ) -> SimulationReport:
     """Play ``scenario`` on a fresh cluster in a scratch directory; the report."""
     clock = VirtualClock(scenario.start)
@@ -241,6 +241,8 @@ async def run_scenario(
             assert cluster.client is not None
             recorder = Recorder(cluster.client, clock)
             await recorder.start()
+            if progress is not None:
+                await progress(cluster, 0.0, scenario.until)
             failures: list[Happening] = []
 
             def failed(step: Step, message: str) -> None:
@@ -275,7 +277,7 @@ async def run_scenario(
                 upcoming = min([scenario.until, next_sample, *(s.at for s in pending[:1])])
                 await clock.advance(upcoming - elapsed)
                 if progress is not None:
-                    progress(clock.monotonic(), scenario.until)
+                    await progress(cluster, clock.monotonic(), scenario.until)
             report.end = clock.now()
             report.timeline = sorted([*recorder.named_deleters(), *failures], key=lambda h: h.at)
             await recorder.stop()

@@ -19,7 +19,7 @@ how long to watch) is :mod:`taintplane.sim.whatif_plan`, and what became of each
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +31,7 @@ from taintplane.api.features import FeatureGates
 from taintplane.client import object_key
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import in_process_cluster
+from taintplane.sim.progress import Progress
 from taintplane.sim.recorder import Happening, Recorder, node_taints, owner_of
 from taintplane.sim.snapshot import not_restored
 from taintplane.sim.whatif_outcomes import (
@@ -176,7 +177,7 @@ async def run_what_if(
     start: datetime,
     window: float,
     features: FeatureGates | None = None,
-    progress: Callable[[float, float], None] | None = None,
+    progress: Progress | None = None,
 ) -> WhatIfReport:
     """Restore ``objects`` into a scratch cluster starting at ``start``, make the taint changes
     of ``plan`` to its nodes, run ``window`` seconds of virtual time and report."""
@@ -192,6 +193,8 @@ async def run_what_if(
             assert cluster.client is not None
             recorder = Recorder(cluster.client, clock)
             await recorder.start()
+            if progress is not None:
+                await progress(cluster, 0.0, window)
             began = clock.now()
             pods = list(recorder.pods.cache.values())
             before = [p for p in pods if running_on(p, plan.nodes)]
@@ -202,7 +205,7 @@ async def run_what_if(
             for done in range(1, STEPS + 1):
                 await clock.advance(step)
                 if progress is not None:
-                    progress(step * done, window)
+                    await progress(cluster, step * done, window)
             end = clock.now()
             report = WhatIfReport(
                 start=began,

@@ -17,7 +17,7 @@ server stamps it), the clock moves to the end of the window, and the report says
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +34,7 @@ from taintplane.api.features import FeatureGates
 from taintplane.client import Client, object_key, resource
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import in_process_cluster
+from taintplane.sim.progress import Progress
 from taintplane.sim.recorder import Happening, Recorder
 from taintplane.sim.snapshot import not_restored
 from taintplane.sim.whatif import STEPS, node_shape
@@ -281,7 +282,7 @@ async def run_device_what_if(
     start: datetime,
     window: float,
     features: FeatureGates | None = None,
-    progress: Callable[[float, float], None] | None = None,
+    progress: Progress | None = None,
 ) -> DeviceWhatIfReport:
     """Restore ``objects`` into a scratch cluster starting at ``start``, create the rule, run
     ``window`` seconds of virtual time and report."""
@@ -295,6 +296,8 @@ async def run_device_what_if(
             assert cluster.client is not None
             recorder = Recorder(cluster.client, clock)
             await recorder.start()
+            if progress is not None:
+                await progress(cluster, 0.0, window)
             began = clock.now()
             rule = {k: v for k, v in plan.rule.items() if k != "status"}
             await cluster.client.create(RULES, rule)
@@ -303,7 +306,7 @@ async def run_device_what_if(
             for done in range(1, STEPS + 1):
                 await clock.advance(step)
                 if progress is not None:
-                    progress(step * done, window)
+                    await progress(cluster, step * done, window)
             report = DeviceWhatIfReport(
                 start=began,
                 end=clock.now(),
