@@ -49,14 +49,19 @@ async def _list(client: Client, rt: Any) -> list[dict[str, Any]]:
     return items
 
 
-async def _view(client: Client, leave_out: set[str]) -> Scheduler:
+async def _view(
+    client: Client,
+    leave_out: set[str],
+    nodes: Sequence[dict[str, Any]] | None = None,
+    pods: Sequence[dict[str, Any]] | None = None,
+) -> Scheduler:
     """A scheduler that has seen the cluster as the API shows it now, less the pods whose uid
-    is in ``leave_out``: nodes, pods, and the claims, slices, classes and DeviceTaintRules
-    DynamicResources reads."""
+    is in ``leave_out``: nodes, pods (read here unless the caller has just read them), and the
+    claims, slices, classes and DeviceTaintRules DynamicResources reads."""
     view = Scheduler(client, RealClock(), seed=0)
-    for node_object in await _list(client, NODES):
+    for node_object in nodes if nodes is not None else await _list(client, NODES):
         view._node_added(node_object)
-    for other in await _list(client, PODS):
+    for other in pods if pods is not None else await _list(client, PODS):
         if other["metadata"].get("uid") not in leave_out:
             view._pod_added(other)
     caches = view.dra_caches
@@ -70,6 +75,7 @@ async def _view(client: Client, leave_out: set[str]) -> Scheduler:
 def _rejected_row(
     view: Scheduler,
     pending: dict[str, Any],
+    info: PodInfo,
     state: CycleState | None,
     status: Status,
     node: NodeInfo,
@@ -77,7 +83,6 @@ def _rejected_row(
 ) -> dict[str, Any]:
     """The scheduler's own verdict first, then every other plugin that rejects the node, and
     the tolerations that would make it feasible when there are such."""
-    info = PodInfo.of(pending)
     found = [status]
     if state is not None and not prefilter_rejected:
         found += [s for s in failures(view, state, info, node) if s.plugin != status.plugin]
@@ -117,13 +122,21 @@ async def explain_pod(client: Client, name: str, namespace: str) -> dict[str, An
     return _report(view, pod)
 
 
-async def explain_pods(client: Client, pods: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+async def explain_pods(
+    client: Client,
+    pods: Sequence[dict[str, Any]],
+    *,
+    nodes: Sequence[dict[str, Any]] | None = None,
+    cluster_pods: Sequence[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """:func:`explain_pod` for each of ``pods`` (as read by the caller), against one view of
     the cluster: each is explained as if the others were not there either, which for pods not
-    yet bound changes nothing (they hold no node's resources)."""
+    yet bound changes nothing (they hold no node's resources). ``nodes`` and ``cluster_pods``:
+    every node and pod, when the caller has just listed them (the dashboard), saving a read."""
     if not pods:
         return []
-    view = await _view(client, {p["metadata"].get("uid") for p in pods})
+    leave_out = {p["metadata"].get("uid") for p in pods}
+    view = await _view(client, leave_out, nodes, cluster_pods)
     return [_report(view, pod) for pod in pods]
 
 
@@ -132,6 +145,7 @@ def _report(view: Scheduler, pod: dict[str, Any]) -> dict[str, Any]:
     # As the scheduler would see it now: a bound pod is explained as if it were pending.
     pending = {**pod, "spec": {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}}
     decision = view.explain(pending)
+    info = PodInfo.of(pending)  # once, not per node
     rows = []
     diagnosis = decision.diagnosis
     statuses = diagnosis.node_statuses if diagnosis else {}
@@ -162,7 +176,7 @@ def _report(view: Scheduler, pod: dict[str, Any]) -> dict[str, Any]:
             )
         else:
             rows.append(
-                _rejected_row(view, pending, decision.state, status, node, prefilter_rejected)
+                _rejected_row(view, pending, info, decision.state, status, node, prefilter_rejected)
             )
     return {
         "pod": f"{namespace}/{name}",

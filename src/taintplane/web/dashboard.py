@@ -208,7 +208,7 @@ class Dashboard:
             + chart(history(pods, events, self.clock.now()))
             + "<h2>Pending pods</h2>"
             + await pending_section(
-                client, pending, self.explain, lambda name: _node_link(name, known)
+                client, pending, self.explain, lambda name: _node_link(name, known), (nodes, pods)
             )
             + "<h2>Pods on their way out</h2>"
             + table(
