@@ -141,9 +141,11 @@ def main() -> None:
         "and report the evictions as a fraction of that floor",
     )
     args = parser.parse_args()
-    result = asyncio.run(run(args.nodes, args.pods, args.profile))
+    # As `taintplane up` runs (runtime.run: its interpreter switch interval included; the
+    # virtual clock's asyncio loop).
+    result = runtime.run(run(args.nodes, args.pods, args.profile), virtual_time=True)
     if args.floor:
-        floor_seconds = asyncio.run(store_layer(args.pods))
+        floor_seconds = runtime.run(store_layer(args.pods), virtual_time=True)
         floor = args.pods / floor_seconds
         result["store_floor_pods_per_second"] = round(floor, 1)
         result["fraction_of_store_floor"] = round(result["pods_per_second"] / floor, 3)
