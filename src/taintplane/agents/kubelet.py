@@ -28,7 +28,7 @@ from taintplane.agents.nodes import (
 )
 from taintplane.agents.pods import PodRuntime
 from taintplane.api.decoding import format_micro_time
-from taintplane.client import ApiError, Client, resource
+from taintplane.client import ApiError, Client, Op, resource
 from taintplane.client.events import EventRecorder
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
@@ -40,6 +40,9 @@ log = logging.getLogger(__name__)
 NODES = resource("", "v1", "nodes")
 LEASES = resource("coordination.k8s.io", "v1", "leases")
 LEASE_NAMESPACE = "kube-node-lease"
+#: Writes of one tick go out in batches of this many (``Client.batch``: one store
+#: transaction and one watch fan-out each, in process), every request still whole.
+BATCH = 128
 
 
 class UnknownNodeError(KeyError):
@@ -252,7 +255,13 @@ class Kubelets:
         the informer has it, unless the kubelet's own last write is newer), post the status
         if it changed or is due, then tell the changes. ``at``: the instant of an elided
         tick being written down (its timestamps, not the clock's)."""
-        now = at or self.clock.now()
+        await self._post_statuses([node], force=force, at=at)
+
+    def _status_due(
+        self, node: SimulatedNode, force: bool, now: datetime
+    ) -> tuple[dict[str, Any], list[str]] | None:
+        """The status to post at ``now`` and the events it tells, or None when unchanged
+        and not yet due again."""
         self._schedulable_event(node)
         seen = self.node_informer.get(node.name)
         if seen is not None:
@@ -263,26 +272,54 @@ class Kubelets:
             (now - node.last_report).total_seconds() >= self.config.node_status_report_frequency
         )
         if not (force or changed or due):
-            return
-        status = node_status(node.shape, node.index, conditions)
-        try:
-            posted = await self.client.patch(
-                NODES, node.name, {"status": status}, subresource="status"
+            return None
+        return node_status(node.shape, node.index, conditions), events
+
+    async def _post_statuses(
+        self, nodes: list[SimulatedNode], *, force: bool = False, at: datetime | None = None
+    ) -> None:
+        """_post_status for several nodes, their posts in batches."""
+        now = at or self.clock.now()
+        wanted = [(node, self._status_due(node, force, now)) for node in nodes]
+        due = [(node, found) for node, found in wanted if found is not None]
+        for start in range(0, len(due), BATCH):
+            chunk = due[start : start + BATCH]
+            ops = [
+                Op.patch(NODES, node.name, {"status": status}, subresource="status")
+                for node, (status, _) in chunk
+            ]
+            answers = await self.client.batch(ops)
+            for (node, (_, events)), answer in zip(chunk, answers, strict=True):
+                if isinstance(answer, ApiError):
+                    log.info("kubelet %s: posting status failed: %s", node.name, answer)
+                    continue
+                node.last_report = now
+                _remember(node, answer)
+                reference = _node_reference(node.name)
+                for reason in events:
+                    self.recorders[node.name].event(
+                        {},
+                        "Normal",
+                        reason,
+                        f"Node {node.name} status is now: {reason}",
+                        reference=reference,
+                    )
+
+    async def _renew_leases(self, nodes: list[SimulatedNode], at: datetime | None = None) -> None:
+        """The renewals of one tick, in batches; a node whose renewal fails (its Lease
+        deleted, say) goes the one-by-one way, which creates a missing Lease."""
+        now = at or self.clock.now()
+        renewed = {"spec": {"renewTime": format_micro_time(now)}}
+        for start in range(0, len(nodes), BATCH):
+            chunk = nodes[start : start + BATCH]
+            answers = await self.client.batch(
+                [Op.patch(LEASES, n.name, renewed, namespace=LEASE_NAMESPACE) for n in chunk]
             )
-        except ApiError as error:
-            log.info("kubelet %s: posting status failed: %s", node.name, error)
-            return
-        node.last_report = now
-        _remember(node, posted)
-        reference = _node_reference(node.name)
-        for reason in events:
-            self.recorders[node.name].event(
-                {},
-                "Normal",
-                reason,
-                f"Node {node.name} status is now: {reason}",
-                reference=reference,
-            )
+            for node, answer in zip(chunk, answers, strict=True):
+                if isinstance(answer, ApiError):
+                    await self._renew_lease(node, at=now)
+                else:
+                    node.last_renew = now
 
     async def _renew_lease(self, node: SimulatedNode, at: datetime | None = None) -> None:
         """Upstream's lease controller: a renewal changes only renewTime (the rest of the
@@ -349,17 +386,17 @@ class Kubelets:
         """Write what elided ticks would have written, with their timestamps: for each node
         named, the status report due at ``reports[name]`` and the lease renewal of
         ``renewed``, each when newer than what the node last wrote."""
-        slots = asyncio.Semaphore(32)
-
-        async def one(node: SimulatedNode) -> None:
-            async with slots:
-                report = reports.get(node.name)
-                if report is not None and (node.last_report is None or report > node.last_report):
-                    await self._post_status(node, force=True, at=report)
-                if renewed is not None and (node.last_renew is None or renewed > node.last_renew):
-                    await self._renew_lease(node, at=renewed)
-
-        await asyncio.gather(*(one(self.nodes[n]) for n in names if n in self.nodes))
+        nodes = [self.nodes[n] for n in names if n in self.nodes]
+        by_instant: dict[datetime, list[SimulatedNode]] = {}
+        for node in nodes:
+            report = reports.get(node.name)
+            if report is not None and (node.last_report is None or report > node.last_report):
+                by_instant.setdefault(report, []).append(node)
+        for instant, reporting in sorted(by_instant.items()):
+            await self._post_statuses(reporting, force=True, at=instant)
+        if renewed is not None:
+            stale = [n for n in nodes if n.last_renew is None or renewed > n.last_renew]
+            await self._renew_leases(stale, at=renewed)
 
     async def _current_node_uid(self, node: SimulatedNode) -> str | None:
         """Upstream's setNodeOwnerFunc: the owner of a new Lease is the Node as it is now —
@@ -375,16 +412,11 @@ class Kubelets:
         return str(current["metadata"].get("uid", ""))
 
     async def heartbeat(self) -> None:
-        """One round: every running node renews its lease and posts status if due."""
+        """One round: every running node renews its lease and posts status if due (the
+        renewals, then the posts, each in batches)."""
         running = [n for n in self.nodes.values() if n.running]
-        slots = asyncio.Semaphore(32)
-
-        async def one(node: SimulatedNode) -> None:
-            async with slots:
-                await self._renew_lease(node)
-                await self._post_status(node)
-
-        await asyncio.gather(*(one(node) for node in running))
+        await self._renew_leases(running)
+        await self._post_statuses(running)
 
     async def run(self) -> None:
         self.informers.start()  # shared ones too: starting is idempotent
