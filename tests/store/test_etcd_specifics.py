@@ -197,3 +197,34 @@ def test_describe_and_url_round_trip():
 
 def test_server_fixture_picks_fresh_prefixes(etcd_server: EtcdServer):
     assert etcd_server.url() != etcd_server.url()
+
+
+def test_write_many_falls_back_to_one_txn_per_write(etcd_server):
+    """etcd has no write_many: a batch is its writes as concurrent single-object Txns, with
+    the same per-write results and errors as SQLite's one transaction."""
+    from taintplane.store.batch import Write, write_many
+    from taintplane.store.errors import AlreadyExists, Conflict, NotFound
+
+    async def scenario():
+        store = await EtcdStore(etcd_server.url("/write-many")).open()
+        try:
+            taken = await store.create("/b/taken", b"t")
+            results = await write_many(
+                store,
+                [
+                    Write("create", "/b/new", b"n"),
+                    Write("create", "/b/taken", b"again"),
+                    Write("update", "/b/taken", b"stale", taken - 1),
+                    Write("delete", "/b/none"),
+                ],
+            )
+            new, again, stale, none = results
+            assert isinstance(new, int)
+            assert isinstance(again, AlreadyExists)
+            assert isinstance(stale, Conflict)
+            assert isinstance(none, NotFound)
+            assert (await store.get("/b/new")).value == b"n"
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
