@@ -253,3 +253,35 @@ def test_a_pod_its_kubelet_never_started_is_pending_too(
         }
         assert effects["PreferNoSchedule"] != effects["NoSchedule"]
         screenshot(page, "dashboard-unknown-node")
+
+
+def test_the_chart_over_half_an_hour(
+    tmp_path_factory: pytest.TempPathFactory, browser: Any
+) -> None:
+    with local_cluster(tmp_path_factory.mktemp("hour"), nodes=2) as running:
+        with httpx.Client(base_url=running.url) as api:
+            pods = "/api/v1/namespaces/default/pods"
+            for i in range(4):
+                api.post(pods, json=pod(f"web-{i}", nodeName="node-1"))
+            running.advance(600)
+            for i in range(2):
+                api.post(pods, json=pod(f"ssd-{i}", nodeSelector={"disk": "ssd"}))
+            running.advance(600)
+            taint = {"key": "maintenance", "effect": "NoExecute"}
+            api.patch(
+                "/api/v1/nodes/node-1",
+                json={"spec": {"taints": [taint]}},
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
+            running.advance(600)
+        page = browser.new_page()
+        page.goto(f"{running.url}/dashboard/")
+        # The four pods ran for twenty minutes and were evicted; the two others still wait.
+        assert page.locator("#history-desc").text_content() == (
+            "From 23:30 to 00:30: running 0 to 4 (now 0), pending 0 to 2 (now 2), "
+            "terminating up to 4 (now 0); 4 taint evictions."
+        )
+        assert page.locator("#history rect.evictions title").all_text_contents() == [
+            "4 evicted from 00:20"
+        ]
+        page.locator("#history").screenshot(path=str(ARTIFACTS / "dashboard-chart.png"))

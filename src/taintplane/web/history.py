@@ -121,19 +121,19 @@ def _life_of(pod: dict[str, Any]) -> _Life:
 
 
 def _lives_from_events(events: Iterable[dict[str, Any]], known: set[str]) -> list[_Life]:
-    """The pods the API no longer has, from their events (keyed by uid, else by name)."""
+    """The pods the API no longer has, from their events, by name: the taint managers'
+    events name the pod without its uid, the kubelet's with it."""
     seen: dict[str, list[tuple[datetime, str, str]]] = {}
     for event in events:
         involved = event.get("involvedObject") or event.get("regarding") or {}
         if involved.get("kind") != "Pod":
             continue
         name = f"{involved.get('namespace', '')}/{involved.get('name', '')}"
-        key = str(involved.get("uid") or name)
         when = _event_time(event)
         if name in known or when is None:
             continue
         message = str(event.get("message") or event.get("note") or "")
-        seen.setdefault(key, []).append((when, str(event.get("reason") or ""), message))
+        seen.setdefault(name, []).append((when, str(event.get("reason") or ""), message))
     lives = []
     for happenings in seen.values():
         happenings.sort()
