@@ -85,3 +85,26 @@ def test_long_lists_are_cut() -> None:
         in page
     )
     assert "more kinds of pending pod not explained here" in page
+
+
+def test_device_tolerations_name_the_claim_or_template() -> None:
+    node = rejected("gpu-node", "gpu:NoSchedule")
+    node["failures"] = [
+        {"plugin": "DynamicResources", "reason": "cannot allocate all claims", "detail": ""}
+    ]
+    node["tolerations"] = []
+    toleration = {"key": "overheating", "operator": "Exists", "effect": "NoSchedule"}
+    node["deviceTolerations"] = [
+        {
+            "claim": "job-gpu-x7",
+            "template": "gpu-template",
+            "request": "gpu",
+            "toleration": toleration,
+        }
+    ]
+    page = render([pod("job")], Explainer([node]))
+    assert (
+        "ResourceClaimTemplate gpu-template request gpu: <code>{&quot;key&quot;: "
+        "&quot;overheating&quot;, &quot;operator&quot;: &quot;Exists&quot;, &quot;effect&quot;: "
+        "&quot;NoSchedule&quot;}</code>"
+    ) in page
