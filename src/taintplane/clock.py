@@ -97,6 +97,14 @@ class VirtualClock:
         heapq.heappush(self._sleepers, (self._elapsed + seconds, next(self._order), future))
         await future
 
+    async def sleep_until(self, instant: float, *, first: bool = False) -> None:
+        """Return at ``instant`` (on :meth:`monotonic`'s scale, so a loop that counts its own
+        float steps lands on them exactly); ``first``: before every other sleeper due then."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        order = -next(self._order) if first else next(self._order)
+        heapq.heappush(self._sleepers, (max(instant, self._elapsed), order, future))
+        await future
+
     def pending(self) -> int:
         """How many sleepers are waiting (cancelled ones excluded)."""
         return sum(1 for _, _, f in self._sleepers if not f.done())

@@ -58,6 +58,13 @@ class HeartbeatElision:
         self._seen: tuple[datetime, datetime] | None = None
         self._catch_up: tuple[datetime, datetime, list[str]] | None = None
         self._writing: asyncio.Future[None] | None = None
+        #: While the controller sleeps through elided passes: the instant (monotonic) of the
+        #: first, whether the kubelets tick before it at instants both fall on, the ticks
+        #: since (monotonic, instant), and what ends its sleep.
+        self._idle_from: float | None = None
+        self._kubelets_first = False
+        self._idle_ticks: list[tuple[float, datetime]] = []
+        self._wake_nlc = asyncio.Event()
         #: How many ticks and passes were elided (for benchmarks and tests).
         self.elided_ticks = 0
         self.elided_passes = 0
@@ -83,6 +90,8 @@ class HeartbeatElision:
         now, elapsed, target = self.clock.now(), self.clock.monotonic(), self.clock.target
         self._tick, self._unseen = now, True
         self.elided_ticks += 1
+        if self._idle_from is not None:
+            self._idle_ticks = [*self._idle_ticks[-1:], (elapsed, now)]
         config = self.kubelets.config
         reports: dict[str, datetime] = {}
         for last in [t for t in self._groups if _due(now, t, config.node_status_report_frequency)]:
@@ -149,6 +158,36 @@ class HeartbeatElision:
         self.elided_passes += 1
         return True
 
+    async def nlc_idle(self) -> None:
+        assert self.nlc is not None
+        start = self.clock.monotonic()
+        self._idle_from, self._idle_ticks = start, []
+        self._kubelets_first = self._tick is not None and self._tick == self.clock.now()
+        self._wake_nlc.clear()
+        try:
+            await self._wake_nlc.wait()
+        finally:
+            self._idle_from = None
+        # Passes up to this instant count as run (elision ends between them and the next).
+        period, due, now = self.nlc.config.node_monitor_period, start, self.clock.monotonic()
+        while due <= now:
+            due += period
+        await self.clock.sleep_until(due, first=not self._kubelets_first)
+
+    def _passes_seen(self) -> None:
+        """What the passes the controller slept through saw: the last tick one of them came
+        after (at an instant both fall on, only if the kubelets tick first), and that pass."""
+        if self._idle_from is None or self.nlc is None:
+            return
+        period, now = self.nlc.config.node_monitor_period, self.clock.monotonic()
+        for elapsed, instant in reversed(self._idle_ticks):
+            due = self._idle_from
+            while due < elapsed or (due == elapsed and not self._kubelets_first):
+                due += period
+            if due <= now:
+                self._seen = (instant, self._instant(due))
+                return
+
     def take_catch_up(self) -> tuple[datetime, datetime, list[str]] | None:
         seen, self._catch_up = self._catch_up, None
         return seen
@@ -162,6 +201,8 @@ class HeartbeatElision:
         if not self.active:
             return
         self.active = False
+        self._passes_seen()
+        self._wake_nlc.set()
         if self._seen is not None and self.nlc is not None:
             self._catch_up = (*self._seen, list(self._names))
         reports = {name: last for last, names in self._groups.items() for name in names}

@@ -74,6 +74,11 @@ class PassElision(Protocol):
         """Whether this pass is elided."""
         ...
 
+    async def nlc_idle(self) -> None:
+        """After an elided pass: return once elision ends, at the instant of the next pass
+        the controller's own schedule has then (the passes between are elided too)."""
+        ...
+
     def take_catch_up(self) -> tuple[datetime, datetime, list[str]] | None:
         """After elided passes: (the last renewal one of them saw, the first pass that saw
         it, the nodes renewed then), to be noted as those passes would have."""
@@ -140,7 +145,10 @@ class NodeLifecycleController:
             while True:
                 if self.elision is None:
                     await self.monitor_node_health()
-                elif not self.elision.nlc_pass():
+                elif self.elision.nlc_pass():
+                    await self.elision.nlc_idle()
+                    continue
+                else:
                     self.catch_up(self.elision.take_catch_up())
                     await self.monitor_node_health()
                 await self.clock.sleep(self.config.node_monitor_period)
