@@ -98,7 +98,9 @@ def test_signing_in_with_a_token(server: Server, browser: Any) -> None:
     page.goto(f"{server.url}/dashboard/nodes/node-1")
     assert page.title() == "node node-1"
     screenshot(page, "dashboard-signed-in-node")
-    page.goto(f"{server.url}/dashboard/signout")
+    page.click("#signout")
+    assert page.title() == "Signed out"
+    assert page.context.cookies() == []
     assert page.goto(f"{server.url}/dashboard/").status == 403
 
 

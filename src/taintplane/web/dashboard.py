@@ -225,7 +225,7 @@ class Dashboard:
                 empty="No events.",
             )
         )
-        return html_page("taintplane", "<h2>Nodes</h2>" + body, refresh=5)
+        return html_page("taintplane", "<h2>Nodes</h2>" + body + self._sign_out(), refresh=5)
 
     async def node_page(self, client: Client, name: str) -> tuple[int, str]:
         try:
@@ -288,7 +288,13 @@ class Dashboard:
             + table("pods", ("pod", "phase", "stays until"), pod_rows, empty="No pods.")
             + reckoned
         )
+        body += self._sign_out()
         return 200, html_page(f"node {name}", body, refresh=5, back=DASHBOARD_PREFIX + "/")
+
+    def _sign_out(self) -> str:
+        if not self.as_user:
+            return ""
+        return f'<p class="note"><a id="signout" href="{DASHBOARD_PREFIX}/signout">Sign out</a></p>'
 
     def _now(self) -> str:
         return "clock " + escape(self.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"))
