@@ -57,6 +57,11 @@ class KubeletElision(Protocol):
         """Whether this tick is elided (what of it shows is written in time)."""
         ...
 
+    async def kubelet_idle(self) -> None:
+        """After an elided tick: return at the instant of the next tick to run (the ticks
+        between are elided too)."""
+        ...
+
     def after_kubelet_tick(self) -> None:
         """A full tick is done: the cluster may have become steady."""
         ...
@@ -425,11 +430,17 @@ class Kubelets:
             self.pods.start()
             for name in self.nodes:
                 self.pods.resync(name)
+            due = False  # at the instant of a tick already (after sleeping through elided ones)
             while True:
-                await self.clock.sleep(self.config.node_status_update_frequency)
+                if not due:
+                    await self.clock.sleep(self.config.node_status_update_frequency)
+                due = False
                 if self.elision is None:
                     await self.heartbeat()
-                elif not await self.elision.kubelet_tick():
+                elif await self.elision.kubelet_tick():
+                    await self.elision.kubelet_idle()
+                    due = True
+                else:
                     await self.elision.settled()
                     await self.heartbeat()
                     self.elision.after_kubelet_tick()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -65,6 +66,11 @@ class HeartbeatElision:
         self._kubelets_first = False
         self._idle_ticks: list[tuple[float, datetime]] = []
         self._wake_nlc = asyncio.Event()
+        #: While the kubelets sleep through elided ticks: the instant (monotonic) of the last
+        #: tick noted, and what ends their sleep.
+        self._skipping_from: float | None = None
+        self._tick_elapsed = 0.0
+        self._wake_kubelets = asyncio.Event()
         #: How many ticks and passes were elided (for benchmarks and tests).
         self.elided_ticks = 0
         self.elided_passes = 0
@@ -88,22 +94,69 @@ class HeartbeatElision:
         if not self.active:
             return False
         now, elapsed, target = self.clock.now(), self.clock.monotonic(), self.clock.target
-        self._tick, self._unseen = now, True
-        self.elided_ticks += 1
-        if self._idle_from is not None:
-            self._idle_ticks = [*self._idle_ticks[-1:], (elapsed, now)]
-        config = self.kubelets.config
         reports: dict[str, datetime] = {}
-        for last in [t for t in self._groups if _due(now, t, config.node_status_report_frequency)]:
-            names = self._groups.pop(last)
-            self._groups.setdefault(now, []).extend(names)
+        for names in self._account(elapsed, now):
             if self._last_report_before(elapsed, now, target):
                 reports.update(dict.fromkeys(names, now))
+        config = self.kubelets.config
         final = target is None or elapsed + config.node_status_update_frequency > target
         if reports or final:
             names = self._names if final else sorted(reports)
             await self.kubelets.write_elided(names, reports, now if final else None)
         return True
+
+    def _account(self, elapsed: float, now: datetime) -> list[list[str]]:
+        """Note an elided tick: the nodes whose unchanged status falls due at it."""
+        self._tick, self._unseen, self._tick_elapsed = now, True, elapsed
+        self.elided_ticks += 1
+        if self._idle_from is not None:
+            self._idle_ticks = [*self._idle_ticks[-1:], (elapsed, now)]
+        frequency = self.kubelets.config.node_status_report_frequency
+        due = []
+        for last in [t for t in self._groups if _due(now, t, frequency)]:
+            names = self._groups.pop(last)
+            self._groups.setdefault(now, []).extend(names)
+            due.append(names)
+        return due
+
+    async def kubelet_idle(self) -> None:
+        """After an elided tick: sleep through the ticks that would write nothing anyone can
+        still see (all but those of the last report period and the last tick before the
+        running advance stops), noting them on waking; return at the next tick to run."""
+        period = self.kubelets.config.node_status_update_frequency
+        frequency = self.kubelets.config.node_status_report_frequency
+        start, target = self.clock.monotonic(), self.clock.target
+        due = start + period
+        if target is not None:
+            while due + period <= target and due + frequency <= target:
+                due += period
+        self._skipping_from = start
+        self._wake_kubelets.clear()
+        timer = asyncio.ensure_future(self.clock.sleep_until(due, first=self._kubelets_first))
+        woken = asyncio.ensure_future(self._wake_kubelets.wait())
+        try:
+            await asyncio.wait([timer, woken], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            woken.cancel()
+        if self._skipping_from is not None:  # slept until due: note the ticks slept through
+            self._skip_until(lambda tick: tick < due)
+            self._skipping_from = None
+            return
+        # Elision ended (its ticks up to then noted): on to the next tick of the schedule.
+        after, now = start, self.clock.monotonic()
+        while after <= now:
+            after += period
+        await self.clock.sleep_until(after, first=self._kubelets_first)
+
+    def _skip_until(self, more: Callable[[float], bool]) -> None:
+        """Note the ticks slept through since ``_skipping_from`` for which ``more`` holds."""
+        assert self._skipping_from is not None
+        period = self.kubelets.config.node_status_update_frequency
+        tick = self._skipping_from + period
+        while more(tick):
+            self._account(tick, self._instant(tick))
+            tick += period
 
     def _last_report_before(self, elapsed: float, now: datetime, target: float | None) -> bool:
         """Whether a report at this tick is the last before the advance stops: no later tick
@@ -201,6 +254,11 @@ class HeartbeatElision:
         if not self.active:
             return
         self.active = False
+        if self._skipping_from is not None:
+            now = self.clock.monotonic()
+            self._skip_until(lambda tick: tick <= now)
+            self._skipping_from = None
+            self._wake_kubelets.set()
         self._passes_seen()
         self._wake_nlc.set()
         if self._seen is not None and self.nlc is not None:
