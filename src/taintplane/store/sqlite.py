@@ -299,9 +299,9 @@ class SqliteStore:
         return int(rev), bytes(last)
 
     async def write_many(self, writes: Sequence[Write]) -> builtins.list[Any]:
-        """The writes in one transaction, each in its own savepoint: one that fails writes
-        nothing and is its own result (the error); the others commit together, and their
-        changes are published in one fan-out (see ``store.batch``)."""
+        """The writes in one transaction: one whose precondition fails writes nothing and is
+        its own result (the error); the others commit together, and their changes are
+        published in one fan-out (see ``store.batch``)."""
         outcomes: builtins.list[Any] = []
         for write in writes:
             if write.kind != "delete" and len(write.value) > MAX_VALUE_SIZE:
@@ -314,16 +314,16 @@ class SqliteStore:
             for i, write in enumerate(writes):
                 if outcomes[i] is not None:
                     continue
-                conn.execute("SAVEPOINT item")
+                # No savepoint per write: a failed precondition is found by the read before
+                # anything is written, so it leaves nothing to undo; any other error fails
+                # the whole batch (the operation's own savepoint in _commit undoes it).
                 try:
                     result, event = _WRITERS[write.kind](conn, write)
                 except StoreError as error:
-                    conn.execute("ROLLBACK TO item")
                     outcomes[i] = error
                 else:
                     outcomes[i] = result
                     events.append(event)
-                conn.execute("RELEASE item")
             return outcomes, events
 
         results, _ = await self._submit_many(run)
