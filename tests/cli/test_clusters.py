@@ -76,10 +76,11 @@ def test_a_detached_cluster_is_used_stopped_restarted_smaller_and_deleted(tmp_pa
     assert out[0].startswith("taintplane cluster is up in ")
     url = out[0].rsplit(" ", 1)[1]
     assert out[1] == f"export KUBECONFIG={data_dir / 'kubeconfig'}"
-    assert out[2] == f'Set kubectl context to "taintplane-dev" in {user.home / ".kube" / "config"}'
-    assert out[3].startswith("Running in the background (pid ")
-    assert out[3].endswith(f"logs in {data_dir / 'taintplane.log'}")
-    assert out[4] == "Stop it with `taintplane stop dev`, remove it with `taintplane delete dev`"
+    assert out[2] == f"Dashboard: {url}/dashboard/"
+    assert out[3] == f'Set kubectl context to "taintplane-dev" in {user.home / ".kube" / "config"}'
+    assert out[4].startswith("Running in the background (pid ")
+    assert out[4].endswith(f"logs in {data_dir / 'taintplane.log'}")
+    assert out[5] == "Stop it with `taintplane stop dev`, remove it with `taintplane delete dev`"
     try:
         # kubectl with no export: the context was merged and made current; the rest is kept.
         assert user.kubectl("get", "nodes", "-o", "name") == "node/node-1\nnode/node-2\n"
@@ -115,7 +116,7 @@ def test_a_detached_cluster_is_used_stopped_restarted_smaller_and_deleted(tmp_pa
         )
         # Restarted with fewer nodes: the others are removed, and it says so.
         out = user.ok("up", "-d", "--name", "dev", "--nodes", "1").splitlines()
-        assert out[3] == (
+        assert out[4] == (
             "Removed 1 simulated node(s) the last start had and this one does not: node-2"
         )
         assert user.kubectl("get", "nodes", "-o", "name") == "node/node-1\n"
@@ -139,7 +140,7 @@ def test_the_default_cluster_lives_in_dot_taintplane_where_up_ran(tmp_path):
     out = user.ok("up", "-d", "--port", "0").splitlines()
     try:
         assert out[1] == f"export KUBECONFIG={tmp_path / '.taintplane' / 'kubeconfig'}"
-        assert out[4] == "Stop it with `taintplane stop`, remove it with `taintplane delete`"
+        assert out[5] == "Stop it with `taintplane stop`, remove it with `taintplane delete`"
         assert user.kubeconfig["current-context"] == "taintplane-taintplane"
         assert user.kubectl("get", "nodes", "-o", "name").count("node/") == 3
     finally:
@@ -179,7 +180,7 @@ def test_a_kubeconfig_that_cannot_be_written_leaves_the_export_line(tmp_path):
     try:
         lines = out.splitlines()
         assert lines[1].startswith("export KUBECONFIG=")
-        assert lines[2].startswith("Could not set the kubectl context (")
-        assert lines[2].endswith("): use the export line")
+        assert lines[3].startswith("Could not set the kubectl context (")
+        assert lines[3].endswith("): use the export line")
     finally:
         user.ok("delete")

@@ -30,6 +30,8 @@ def test_up_prints_start_up_time_and_kubeconfig_then_stops_on_ctrl_c(tmp_path):
         assert " s, serving http://127.0.0.1:" in first
         kubeconfig = tmp_path / "data" / "kubeconfig"
         assert second == f"export KUBECONFIG={kubeconfig}\n"
+        url = first.split()[-1]
+        assert process.stdout.readline() == f"Dashboard: {url}/dashboard/\n"
         env = {"HOME": str(tmp_path), "KUBECONFIG": str(kubeconfig), "PATH": os.environ["PATH"]}
         done = subprocess.run(
             ["kubectl", "get", "namespaces", "-o", "name"],

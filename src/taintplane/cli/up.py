@@ -30,6 +30,7 @@ from taintplane.cli.up_options import (
 from taintplane.clock import Clock, VirtualClock
 from taintplane.controllers.manager import ControllerConfig
 from taintplane.sim.cluster import Cluster, ClusterConfig, StoreSpecError
+from taintplane.web.dashboard import DASHBOARD_PREFIX
 
 __all__ = ["run_cluster", "serve_command"]
 
@@ -132,6 +133,7 @@ def _serve(
         lines = [
             f"taintplane {what} is up in {elapsed:.2f} s, serving {cluster.url}",
             f"export KUBECONFIG={cluster.kubeconfig_path.resolve()}",
+            f"Dashboard: {cluster.url}{DASHBOARD_PREFIX}/",
         ]
         if after_start is not None:
             lines += after_start(cluster)
