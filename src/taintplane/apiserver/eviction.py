@@ -36,11 +36,12 @@ from taintplane.api.conditions import set_status_condition
 from taintplane.api.decoding import format_time
 from taintplane.api.podconditions import is_pod_ready, update_pod_condition
 from taintplane.api.selectors import SelectorError, label_selector_from_dict
-from taintplane.apiserver import typecheck
 from taintplane.apiserver.admission_hook import admitted
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.requestinfo import RequestInfo
 from taintplane.apiserver.status import APIError, success
+from taintplane.apiserver.strict_decoding import NO_NOTES, DecodeNotes
+from taintplane.apiserver.subresource_body import EVICTION, decode_body
 from taintplane.backoff import Backoff
 from taintplane.clock import Clock, RealClock
 
@@ -80,9 +81,12 @@ async def evict(
     *,
     dry_run_query: bool = False,
     clock: Clock | None = None,
+    field_validation: str = "Warn",
+    notes: DecodeNotes = NO_NOTES,
 ) -> dict[str, Any]:
     """``clock`` paces the retries on conflicts: the request is held open meanwhile, so it
     is the wall clock (the handlers' request clock), also under virtual time."""
+    decode_body(body, EVICTION, registry.scheme, field_validation=field_validation, notes=notes)
     _check_body(info, body)
     # The Eviction's own admission (CREATE on pods/eviction: NodeRestriction lets a node
     # evict only its pods); what follows writes below admission, as EvictionREST does.
@@ -148,40 +152,9 @@ async def _evict(
     return success(201)
 
 
-#: EvictionREST.AcceptsGroupVersion: kubectl drain posts either.
-ACCEPTED_VERSIONS = ("policy/v1", "policy/v1beta1")
-
-
 def _check_body(info: RequestInfo, body: Any) -> None:
-    """The create handler's checks (a missing apiVersion or kind is the endpoint's own,
-    policy/v1 Eviction; the namespace may be left out), then EvictionREST.Create's: the
-    Eviction names the pod of the URL."""
-    if not isinstance(body, dict):
-        raise APIError.bad_request("the request body must be a JSON or YAML object")
-    api_version = body.get("apiVersion") or "policy/v1"
-    kind = body.get("kind") or "Eviction"
-    if api_version not in ACCEPTED_VERSIONS:
-        raise APIError.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API "
-            "version (policy/v1)"
-        )
-    if kind != "Eviction":
-        # The decoder knows no such kind in the policy group (transformDecodeError).
-        version = api_version.rpartition("/")[2]
-        raise APIError.bad_request(
-            f'{kind} in version "{version}" cannot be handled as a Eviction: no kind "{kind}" '
-            f'is registered for version "{api_version}" in scheme '
-            '"pkg/api/legacyscheme/scheme.go:30"'
-        )
-    try:
-        # Decoding into the Eviction type comes first: a field of the wrong type (found by
-        # the API fuzz suite: preconditions as a number was a 500) is the decoder's 400.
-        typecheck.check_object(body, "io.k8s.api.policy.v1.Eviction")
-    except typecheck.TypeCheckError as error:
-        version = api_version.rpartition("/")[2]
-        raise APIError.bad_request(
-            f'Eviction in version "{version}" cannot be handled as a Eviction: {error.message}'
-        ) from error
+    """The create handler's checks after decoding (the namespace may be left out), then
+    EvictionREST.Create's: the Eviction names the pod of the URL."""
     metadata = body.get("metadata")
     if not isinstance(metadata, dict):
         metadata = {}

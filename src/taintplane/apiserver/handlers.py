@@ -164,7 +164,14 @@ class ResourceHandlers:
             raise APIError.make(404, "NotFound", "the server could not find the requested resource")
         if info.subresource == "binding":
             body = await self._body(request)
-            bound = await bind(self.registry, info, body, dry_run=self._dry_run(request))
+            bound = await bind(
+                self.registry,
+                info,
+                body,
+                dry_run=self._dry_run(request),
+                field_validation=self._field_validation(request),
+                notes=await self._body_notes(request),
+            )
             return json_response(bound, 201)
         if info.resource.kind == "Binding" and not info.resource.group and verb == "create":
             return await self._legacy_binding(request, info)
@@ -178,6 +185,8 @@ class ResourceHandlers:
                 body,
                 dry_run_query=self._dry_run(request),
                 clock=self.request_clock,
+                field_validation=self._field_validation(request),
+                notes=await self._body_notes(request),
             )
             return json_response(evicted, 201)
         if info.subresource == "scale":
@@ -235,7 +244,14 @@ class ResourceHandlers:
         pods = self.registry.scheme.lookup("", "v1", "pods")
         assert pods is not None
         pod_info = RequestInfo(pods, info.namespace, name, "binding")
-        bound = await bind(self.registry, pod_info, body, dry_run=self._dry_run(request))
+        bound = await bind(
+            self.registry,
+            pod_info,
+            body,
+            dry_run=self._dry_run(request),
+            field_validation=self._field_validation(request),
+            notes=await self._body_notes(request),
+        )
         return json_response(bound, 201)
 
     # ---- helpers ---------------------------------------------------------------------------

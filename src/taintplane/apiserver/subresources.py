@@ -9,6 +9,8 @@ from taintplane.api.field import FieldError, Path, aggregate_message
 from taintplane.apiserver.registry import Registry
 from taintplane.apiserver.requestinfo import RequestInfo
 from taintplane.apiserver.status import APIError, success
+from taintplane.apiserver.strict_decoding import NO_NOTES, DecodeNotes
+from taintplane.apiserver.subresource_body import BINDING, decode_body
 
 __all__ = ["TOPOLOGY_LABELS", "bind", "validate_pod_binding"]
 
@@ -17,9 +19,16 @@ TOPOLOGY_LABELS = ("topology.kubernetes.io/zone", "topology.kubernetes.io/region
 
 
 async def bind(
-    registry: Registry, info: RequestInfo, body: Any, *, dry_run: bool = False
+    registry: Registry,
+    info: RequestInfo,
+    body: Any,
+    *,
+    dry_run: bool = False,
+    field_validation: str = "Warn",
+    notes: DecodeNotes = NO_NOTES,
 ) -> dict[str, Any]:
     """Upstream's ``BindingREST.Create`` and ``setPodNodeAndMetadata``."""
+    decode_body(body, BINDING, registry.scheme, field_validation=field_validation, notes=notes)
     metadata = _check_body(info, body)
     target = body.get("target")
     target = target if isinstance(target, dict) else {}
@@ -92,23 +101,9 @@ async def bind(
 
 
 def _check_body(info: RequestInfo, body: Any) -> dict[str, Any]:
-    """The create handler's checks (a missing apiVersion or kind is the endpoint's own, v1
-    Binding; the namespace may be left out), then BindingREST.Create's: the Binding names
-    the pod of the URL. Returns the Binding's metadata."""
-    if not isinstance(body, dict):
-        raise APIError.bad_request("the request body must be a JSON or YAML object")
-    api_version = body.get("apiVersion") or "v1"
-    kind = body.get("kind") or "Binding"
-    if api_version != "v1":
-        raise APIError.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API "
-            "version (v1)"
-        )
-    if kind != "Binding":
-        raise APIError.bad_request(
-            f'{kind} in version "v1" cannot be handled as a Binding: no kind "{kind}" is '
-            'registered for version "v1" in scheme "pkg/api/legacyscheme/scheme.go:30"'
-        )
+    """The create handler's checks after decoding (the namespace may be left out), then
+    BindingREST.Create's: the Binding names the pod of the URL. Returns the Binding's
+    metadata."""
     metadata = body.get("metadata")
     if metadata is None:
         metadata = {}
