@@ -21,7 +21,7 @@ informer does. Measured at four depths, each on a fresh SQLite store:
     transport), as every component makes them: ``benchmarks/eviction_throughput.py`` measures
     this layer with the real controller.
 ``batch``
-    the ``api`` layer's requests sent as batches of 128 pods (``Client.batch``: each request
+    the ``api`` layer's requests sent as batches of 32 pods (``Client.batch``: each request
     through the same API path, a batch's writes one store transaction and one fan-out), as
     the taint eviction controller sends a burst.
 """
@@ -228,10 +228,10 @@ async def api_layer(pods: int) -> float:
             return time.perf_counter() - began
 
 
-async def batch_layer(pods: int, size: int = 128) -> float:
+async def batch_layer(pods: int, size: int = 32) -> float:
     """The ``api`` layer's requests sent as batches (``Client.batch``) of ``size`` pods: their
     status writes, then their deletions, then their Events, each batch one store transaction;
-    two batches in flight (the same 256 pods as the other layers)."""
+    256 // size batches in flight (the same 256 pods as the other layers)."""
     clock = VirtualClock()
     with tempfile.TemporaryDirectory() as data:
         async with in_process_cluster(Path(data), clock, components=()) as cluster:

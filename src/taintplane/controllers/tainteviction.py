@@ -113,8 +113,10 @@ class TaintEvictionController:
     #: Deletions in flight at once (upstream runs 8 workers; ours are coroutines, and more in
     #: flight keep the store's group commit full: 64 -> 256 measured +10 % evictions/s).
     concurrency = 256
-    #: Evictions due together go out in batches of this many (``Client.batch``).
-    batch_size = 128
+    #: Evictions due together go out in batches of this many (``Client.batch``): 8 batches
+    #: in flight keep the event loop busy while each waits for its commit (measured, 2000 pods:
+    #: batches of 32 took 1.9 s, of 128 2.4 to 2.8 s, one request at a time 2.4 s).
+    batch_size = 32
 
     def __init__(
         self,
