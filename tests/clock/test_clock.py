@@ -122,3 +122,46 @@ def test_advance_waits_for_work_outside_the_loop_before_moving_on():
 
     asyncio.run(scenario())
     pool.shutdown()
+
+
+def test_sleep_until_lands_on_the_instant_and_first_goes_before_others_due_then():
+    clock = VirtualClock()
+    order: list[tuple[str, float]] = []
+
+    async def sleeper(name: str, instant: float, first: bool = False) -> None:
+        await clock.sleep_until(instant, first=first)
+        order.append((name, clock.monotonic()))
+
+    async def scenario() -> None:
+        tasks = [
+            asyncio.ensure_future(sleeper("plain", 30.0)),
+            asyncio.ensure_future(sleeper("first", 30.0, first=True)),
+            asyncio.ensure_future(sleeper("early", 10.5)),
+        ]
+        await clock.advance(60)
+        await asyncio.gather(*tasks)
+
+    asyncio.run(scenario())
+    assert order == [("early", 10.5), ("first", 30.0), ("plain", 30.0)]
+
+
+def test_rest_hooks_run_when_an_advance_has_reached_its_instant_and_target_is_known_meanwhile():
+    clock = VirtualClock()
+    seen: list[tuple[str, float, float | None]] = []
+
+    async def hook() -> None:
+        seen.append(("rest", clock.monotonic(), clock.target))
+
+    async def sleeper() -> None:
+        await clock.sleep(5)
+        seen.append(("woke", clock.monotonic(), clock.target))
+
+    async def scenario() -> None:
+        clock.add_rest_hook(hook)
+        task = asyncio.ensure_future(sleeper())
+        await clock.advance(20)
+        await task
+
+    asyncio.run(scenario())
+    assert seen == [("woke", 5.0, 20.0), ("rest", 20.0, 20.0)]
+    assert clock.target is None

@@ -142,7 +142,9 @@ class Fairness:
         max_readonly: int = 400,
         max_mutating: int = 200,
         seats: int = 1,
-        queue_length: int = 50,
+        # Upstream's default priority levels queue up to 50 per queue in 8 of 64 queues a
+        # flow hashes to: one client may have 400 waiting before it is refused.
+        queue_length: int = 400,
     ) -> None:
         self.max_readonly = max_readonly
         self.max_mutating = max_mutating
