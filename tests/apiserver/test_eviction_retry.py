@@ -28,6 +28,9 @@ async def _api(tmp: Path) -> AsyncIterator[tuple[APIServer, httpx.AsyncClient, V
     store = await SqliteStore(tmp / "store.db").open()
     server = APIServer(store, VirtualClock())
     request_clock = VirtualClock()
+    # Advancing waits for the store's worker threads, so a retry's sleep is always begun
+    # before the clock moves past it.
+    request_clock.add_quiescence_check(store.drained)
     server.handlers.request_clock = request_clock
     await server.bootstrap()
     transport = httpx.ASGITransport(app=server.app)
@@ -138,5 +141,33 @@ def test_a_budget_status_that_conflicts_is_read_again_500_ms_later(tmp_path: Pat
             after = (await http.get(f"{PDBS}/b")).json()["status"]
             assert after["disruptionsAllowed"] == 0
             assert list(after["disruptedPods"]) == ["p"]
+
+    asyncio.run(main())
+
+
+def test_only_a_pending_pod_is_deleted_as_it_was_looked_at(tmp_path: Path) -> None:
+    """shouldEnforceResourceVersion: a finished pod's deletion names no resourceVersion, so a
+    status write that lands meanwhile is no conflict."""
+
+    async def main() -> None:
+        async with _api(tmp_path) as (server, http, clock):
+            await _pod(http, "done", running=False)
+            await _pod(http, "waiting", running=False)
+            finished = {"status": {"phase": "Succeeded"}}
+            patched = await http.patch(f"{PODS}/done/status", json=finished, headers=MERGE)
+            assert patched.status_code == 200
+            registry = server.handlers.registry
+            real = registry.delete
+            pinned: dict[str, Any] = {}
+
+            async def recording(*args: Any, **kwargs: Any) -> Any:
+                pinned[args[2]] = (kwargs.get("preconditions") or {}).get("resourceVersion")
+                return await real(*args, **kwargs)
+
+            registry.delete = recording  # type: ignore[method-assign]
+            for name in ("done", "waiting"):
+                assert (await _evict(http, clock, name, 0)).status_code == 201
+            assert pinned["done"] is None
+            assert pinned["waiting"]
 
     asyncio.run(main())

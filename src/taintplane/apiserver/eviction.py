@@ -109,12 +109,14 @@ async def _evict(
 
     async def without_budget() -> dict[str, Any] | None:
         """Pods that already caused their disruption (terminal, pending, going) are deleted
-        at once, pinned to the version looked at so one that changed meanwhile is looked at
-        again; any other pod is returned for the budget's check."""
+        at once, a pending one pinned to the version looked at so one that changed meanwhile
+        is looked at again; any other pod is returned for the budget's check."""
         pod = await registry.get(info.resource, info.namespace, info.name)
         if not _can_ignore_budget(pod):
             return pod
-        pinned = preconditions if client_pinned_version else _pinned(preconditions, pod)
+        pinned = preconditions
+        if not client_pinned_version and _should_enforce_version(pod):
+            pinned = _pinned(preconditions, pod)
         await _condition_and_delete(registry, info, options, pinned, dry_run)
         return None
 
@@ -182,6 +184,13 @@ def _can_ignore_budget(pod: dict[str, Any]) -> bool:
     return phase in ("Succeeded", "Failed", "Pending") or bool(
         pod["metadata"].get("deletionTimestamp")
     )
+
+
+def _should_enforce_version(pod: dict[str, Any]) -> bool:
+    """shouldEnforceResourceVersion: a pending pod is deleted only as it was looked at (it
+    may have become ready meanwhile); a finished or going one as it is."""
+    phase = (pod.get("status") or {}).get("phase")
+    return phase not in ("Succeeded", "Failed") and not pod["metadata"].get("deletionTimestamp")
 
 
 def _pinned(preconditions: dict[str, Any], pod: dict[str, Any]) -> dict[str, Any]:
