@@ -149,3 +149,37 @@ def test_write_many_is_one_transaction_whose_items_fail_alone(tmp_path):
         await store.close()
 
     asyncio.run(scenario())
+
+
+def test_a_batch_that_fails_midway_leaves_none_of_it(tmp_path, monkeypatch):
+    """Store-level atomic: an error other than a write's own precondition (here the disk
+    failing on the third write) fails the whole batch and leaves none of it, as a crash
+    before its COMMIT would."""
+    import sqlite3
+
+    import pytest
+
+    from taintplane.store import sqlite as backend
+    from taintplane.store.batch import Write, write_many
+
+    def failing(conn, write):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setitem(backend._WRITERS, "delete", failing)
+
+    async def scenario():
+        store = await SqliteStore(tmp_path / "s.db").open()
+        before = await store.current_revision()
+        with pytest.raises(sqlite3.OperationalError):
+            await write_many(
+                store,
+                [Write("create", "/a", b"1"), Write("create", "/b", b"2"), Write("delete", "/a")],
+            )
+        assert await store.get("/a") is None
+        assert await store.get("/b") is None
+        # The rolled-back rows are gone; the revision counter may have moved (AUTOINCREMENT).
+        assert (await store.list("/")).items == []
+        assert await store.create("/c", b"3") > before
+        await store.close()
+
+    asyncio.run(scenario())
