@@ -2,8 +2,10 @@
 
 While every simulated node is running and healthy and nothing they depend on changes, a
 kubelet tick only renews each Lease (and posts an unchanged status every 5 minutes) and a
-node lifecycle pass only notes that every Lease moved. Both loops still wake at their
-instants, but their work is recorded instead of done — O(1) a tick instead of O(nodes):
+node lifecycle pass only notes that every Lease moved. So both loops sleep through such
+ticks and passes (the kubelets wake only for the last report period and the last tick before
+the running advance stops, the controller only when elision ends) and note on waking what
+they would have done, which costs a few operations a tick instead of writes for every node:
 
 * what anyone could still see is written in time, at its instant and with the clock's
   timestamps (managedFields' included): the lease renewals of the last tick before the
