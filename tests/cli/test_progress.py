@@ -170,7 +170,7 @@ def test_clock_advance_with_progress_ends_with_the_totals(
 def test_the_server_streams_progress_only_when_asked(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(admin, "PROGRESS_INTERVAL", 0.0)
+    monkeypatch.setattr(admin, "PROGRESS_INTERVAL", 0.01)
     url = f"{cluster.url}/taintplane/v1/clock/advance"
     with httpx.stream("POST", url, json={"seconds": 600, "progress": True}) as response:
         assert response.headers["content-type"] == "application/x-ndjson"
@@ -191,16 +191,16 @@ def test_the_server_streams_progress_only_when_asked(
 
 def test_simulate_with_progress_ends_with_the_totals() -> None:
     result = CliRunner().invoke(
-        cli, ["simulate", str(EXAMPLES / "gpu-overheating.yaml"), "--progress", "-o", "json"]
+        cli, ["simulate", str(EXAMPLES / "gpu-overheating" / "scenario.yaml"), "--progress", "-o", "json"]
     )
     assert result.exit_code == 0, result.output
-    last = result.stderr.rstrip().splitlines()[-1]
+    last = ANSI.sub("", result.stderr).rstrip().splitlines()[-1]
     assert TOTALS.match(last), last
     assert last.startswith("simulated 10m of cluster time in ")
     assert orjson.loads(result.stdout)["name"]  # stdout is still the report alone
 
 
 def test_simulate_off_a_terminal_prints_no_progress() -> None:
-    result = CliRunner().invoke(cli, ["simulate", str(EXAMPLES / "gpu-overheating.yaml")])
+    result = CliRunner().invoke(cli, ["simulate", str(EXAMPLES / "gpu-overheating" / "scenario.yaml")])
     assert result.exit_code == 0, result.output
     assert result.stderr == ""
