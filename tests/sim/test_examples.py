@@ -19,7 +19,7 @@ DEVICE_EVICTION = (
 
 @pytest.fixture(scope="module")
 def gpu_story() -> SimulationReport:
-    return asyncio.run(run_scenario(load_scenario(EXAMPLES / "gpu-overheating.yaml")))
+    return asyncio.run(run_scenario(load_scenario(EXAMPLES / "gpu-overheating" / "scenario.yaml")))
 
 
 def test_every_step_is_done(gpu_story: SimulationReport) -> None:
