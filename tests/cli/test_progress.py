@@ -24,6 +24,7 @@ from taintplane.clock import VirtualClock
 from taintplane.sim import admin
 from taintplane.sim.cluster import Cluster, in_process_cluster, running_cluster
 from taintplane.sim.progress import WorkCount
+from tests.cli.test_what_if_cli import SNAPSHOT_FROM_ELSEWHERE
 
 START = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -191,7 +192,14 @@ def test_the_server_streams_progress_only_when_asked(
 
 def test_simulate_with_progress_ends_with_the_totals() -> None:
     result = CliRunner().invoke(
-        cli, ["simulate", str(EXAMPLES / "gpu-overheating" / "scenario.yaml"), "--progress", "-o", "json"]
+        cli,
+        [
+            "simulate",
+            str(EXAMPLES / "gpu-overheating" / "scenario.yaml"),
+            "--progress",
+            "-o",
+            "json",
+        ],
     )
     assert result.exit_code == 0, result.output
     last = ANSI.sub("", result.stderr).rstrip().splitlines()[-1]
@@ -201,6 +209,23 @@ def test_simulate_with_progress_ends_with_the_totals() -> None:
 
 
 def test_simulate_off_a_terminal_prints_no_progress() -> None:
-    result = CliRunner().invoke(cli, ["simulate", str(EXAMPLES / "gpu-overheating" / "scenario.yaml")])
+    result = CliRunner().invoke(
+        cli, ["simulate", str(EXAMPLES / "gpu-overheating" / "scenario.yaml")]
+    )
     assert result.exit_code == 0, result.output
     assert result.stderr == ""
+
+
+def test_what_if_with_progress_ends_with_the_totals(tmp_path: Path) -> None:
+    snapshot = tmp_path / "snapshot.yaml"
+    snapshot.write_text(SNAPSHOT_FROM_ELSEWHERE)
+    args = ["what-if", "taint", "nodes", "worker", "maint=1:NoExecute", "--snapshot"]
+    result = CliRunner().invoke(cli, [*args, str(snapshot), "--until", "2m", "--progress"])
+    assert result.exit_code == 0, result.output
+    last = ANSI.sub("", result.stderr).rstrip().splitlines()[-1]
+    assert TOTALS.match(last), last
+    assert last.startswith("predicted 2m of cluster time in ")
+    assert result.stdout.startswith("What if: kubectl taint nodes worker maint=1:NoExecute\n")
+    quiet = CliRunner().invoke(cli, [*args, str(snapshot), "--until", "2m"])
+    assert quiet.exit_code == 0, quiet.output
+    assert quiet.stderr == ""
