@@ -139,10 +139,10 @@ async def play(data_dir: Path, elide: bool) -> tuple[list[Any], int]:
         kubelets, client = cluster.kubelets, cluster.client
         assert kubelets is not None
         assert client is not None
+        record = Recorder(cluster, clock)  # before any node: it sees every change
         # One by one: the order nodes reach the informers is the order the controller
         # queues them for tainting, under a rate limit.
         await kubelets.add(shapes, concurrency=1)
-        record = Recorder(cluster, clock)
         for i in range(1, COUNT + 1, 2):
             await client.create(PODS, _pod(f"p{i}", f"node-{i}", None), namespace="default")
             await client.create(PODS, _pod(f"q{i}", f"node-{i}", 90), namespace="default")
