@@ -278,7 +278,19 @@ class Kubelets:
         )
         if not (force or changed or due):
             return None
-        return node_status(node.shape, node.index, conditions), events
+        status = node_status(node.shape, node.index, conditions)
+        if seen is not None and int(seen["metadata"].get("resourceVersion") or 0) >= (
+            node.stored_version
+        ):
+            # As upstream's PatchNodeStatus: only what differs from the node as read (the
+            # conditions always), not the whole status every 5 minutes — a smaller write.
+            stored = seen.get("status") or {}
+            status = {
+                key: value
+                for key, value in status.items()
+                if key == "conditions" or stored.get(key) != value
+            }
+        return status, events
 
     async def _post_statuses(
         self, nodes: list[SimulatedNode], *, force: bool = False, at: datetime | None = None
