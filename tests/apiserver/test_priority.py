@@ -194,6 +194,7 @@ def test_subresources_are_not_admitted():
             return None
 
     pods = SCHEME.lookup("", "v1", "pods")
+    assert pods is not None
     eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p"}}
     attributes = Attributes("CREATE", pods, "default", eviction, None, "eviction")
     asyncio.run(Priority(NoClasses()).admit(attributes))

@@ -13,6 +13,7 @@ from typing import Any
 
 from taintplane.agents.nodes import NodeShape
 from taintplane.client import resource
+from taintplane.client.informer import Informer
 from taintplane.clock import VirtualClock
 from taintplane.controllers.manager import ControllerConfig
 from taintplane.controllers.nodelifecycle import NodeLifecycleConfig
@@ -57,11 +58,19 @@ class Recorder:
         assert cluster.kubelets is not None
         informers = cluster.kubelets.informers
         for kind, informer in (("node", informers.nodes), ("pod", informers.pods)):
-            informer.add_handlers(
-                lambda o, k=kind: self.note(k, "added", None, o),
-                lambda old, new, k=kind: self.note(k, "updated", old, new),
-                lambda o, k=kind: self.note(k, "deleted", None, o),
-            )
+            self._follow(kind, informer)
+
+    def _follow(self, kind: str, informer: Informer) -> None:
+        def added(obj: dict[str, Any]) -> None:
+            self.note(kind, "added", None, obj)
+
+        def updated(old: dict[str, Any], new: dict[str, Any]) -> None:
+            self.note(kind, "updated", old, new)
+
+        def deleted(obj: dict[str, Any]) -> None:
+            self.note(kind, "deleted", None, obj)
+
+        informer.add_handlers(added, updated, deleted)
 
     def note(self, kind: str, verb: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
         if old is not None and _essence(old) == _essence(new):

@@ -223,7 +223,9 @@ def test_write_many_falls_back_to_one_txn_per_write(etcd_server):
             assert isinstance(again, AlreadyExists)
             assert isinstance(stale, Conflict)
             assert isinstance(none, NotFound)
-            assert (await store.get("/b/new")).value == b"n"
+            created = await store.get("/b/new")
+            assert created is not None
+            assert created.value == b"n"
         finally:
             await store.close()
 

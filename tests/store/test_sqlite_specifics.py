@@ -132,7 +132,9 @@ def test_write_many_is_one_transaction_whose_items_fail_alone(tmp_path):
         assert updated == new + 1
         assert deleted[0] == updated + 1
         assert deleted[1] == b"n"
-        assert (await store.get("/b/taken")).value == b"u"
+        stored = await store.get("/b/taken")
+        assert stored is not None
+        assert stored.value == b"u"
         assert await store.get("/b/new") is None
         assert await store.get("/b/huge") is None
         seen = []
