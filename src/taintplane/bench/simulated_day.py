@@ -16,11 +16,14 @@ import asyncio
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taintplane.api.duration import parse_duration
 from taintplane.sim.scenario import parse_scenario
 from taintplane.sim.simulate import run_scenario
+
+if TYPE_CHECKING:
+    from taintplane.sim.cluster import Cluster
 
 
 def scenario(nodes: int, pods: int, hours: float) -> dict[str, Any]:
@@ -88,7 +91,7 @@ def main() -> None:
     began = time.perf_counter()
     last = [0.0]
 
-    def progress(done: float, total: float) -> None:
+    async def progress(cluster: Cluster, done: float, total: float) -> None:
         if done - last[0] >= 3600 or done >= total:
             last[0] = done
             print(
