@@ -4,4 +4,4 @@ does (its docstring says what it measures and how)."""
 from taintplane.bench.eviction_layers import main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -4,4 +4,4 @@ does (its docstring says what it measures and how)."""
 from taintplane.bench.patch_contention import main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()
