@@ -1,4 +1,4 @@
-"""``taintplane dedicate nodes NAME… --to-namespace NS [--evict]``: seed 000's dedicated-nodes
+"""``taintplane dedicate nodes NAME… --to-namespace NS [--evict]``: the dedicated-nodes
 recipe in one step.
 
 1. Each node gets the taint ``dedicated=NS:NoSchedule`` (``NoExecute`` with ``--evict``, which
