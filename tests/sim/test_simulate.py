@@ -265,6 +265,7 @@ def test_the_command_line_refuses_a_bad_scenario(tmp_path: Path) -> None:
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
@@ -310,6 +311,9 @@ def test_the_html_report_in_a_real_browser(played: SimulationReport, tmp_path: P
             # Self-contained: nothing fetched but the page itself, nothing logged.
             assert requests == [page_file.as_uri()]
             assert errors == []
+            # Kept for a person to look at (.ci/run lists test-artifacts/).
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "simulate-report.png"), full_page=True)
         finally:
             browser.close()
 
