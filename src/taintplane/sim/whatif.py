@@ -18,6 +18,8 @@ how long to watch) is :mod:`taintplane.sim.whatif_plan`, and what became of each
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,7 +32,7 @@ from taintplane.api.decoding import format_time
 from taintplane.api.features import FeatureGates
 from taintplane.client import object_key
 from taintplane.clock import VirtualClock
-from taintplane.sim.cluster import in_process_cluster
+from taintplane.sim.cluster import Cluster, in_process_cluster
 from taintplane.sim.progress import Progress
 from taintplane.sim.recorder import Happening, Recorder, node_taints, owner_of
 from taintplane.sim.snapshot import not_restored
@@ -50,10 +52,11 @@ __all__ = [
     "WhatIfReport",
     "node_shape",
     "run_what_if",
+    "run_window",
 ]
 
 
-#: How many steps the clock takes through the window (each one reports progress).
+#: How many times progress is told through the window.
 STEPS = 100
 
 #: Said once with every report: a placement is one outcome of the scheduler's random tie-break.
@@ -144,6 +147,53 @@ class WhatIfReport:
 # ---- the run ------------------------------------------------------------------------------------
 
 
+async def run_window(
+    clock: VirtualClock,
+    window: float,
+    cluster: Cluster,
+    progress: Progress | None,
+    *,
+    stops: int = 1,
+) -> None:
+    """Move the copy's clock ``window`` seconds on, in ``stops`` equal advances, telling
+    ``progress`` :data:`STEPS` times on the way.
+
+    The clock comes to rest only where an advance ends: every rest writes down each node's
+    elided heartbeats (:mod:`taintplane.sim.steady`), a write per node, so progress is told
+    from a sleeper on the clock, which time passes without stopping. One stop (the default)
+    writes them once; the prediction is the same with any number (tests/sim/
+    test_what_if_window.py runs both), only the cost grows with stops times nodes."""
+    if progress is None:
+        told = None
+    else:
+        told = asyncio.ensure_future(_tell_progress(clock, window, cluster, progress))
+    try:
+        advanced = 0.0
+        for stop in range(1, stops + 1):
+            until = window * stop / stops
+            await clock.advance(until - advanced)
+            advanced = until
+    finally:
+        if told is not None:
+            told.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await told
+    if progress is not None:
+        await progress(cluster, window, window)
+
+
+async def _tell_progress(
+    clock: VirtualClock, window: float, cluster: Cluster, progress: Progress
+) -> None:
+    began = clock.monotonic()
+    step = window / STEPS if window > 0 else 0.0
+    if step <= 0:
+        return
+    for done in range(1, STEPS):
+        await clock.sleep_until(began + step * done)
+        await progress(cluster, step * done, window)
+
+
 def _is_ready(node: dict[str, Any]) -> bool:
     for condition in (node.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Ready":
@@ -178,9 +228,11 @@ async def run_what_if(
     window: float,
     features: FeatureGates | None = None,
     progress: Progress | None = None,
+    stops: int = 1,
 ) -> WhatIfReport:
     """Restore ``objects`` into a scratch cluster starting at ``start``, make the taint changes
-    of ``plan`` to its nodes, run ``window`` seconds of virtual time and report."""
+    of ``plan`` to its nodes, run ``window`` seconds of virtual time and report (``stops``: see
+    :func:`run_window`)."""
     clock = VirtualClock(start)
     ready = [node_shape(o) for o in objects if o.get("kind") == "Node" and _is_ready(o)]
     taints_before = {
@@ -201,11 +253,7 @@ async def run_what_if(
             terminating = [p for p in pods if terminating_on(p, plan.nodes)]
             pending = {object_key(p) for p in pods if not (p.get("spec") or {}).get("nodeName")}
             await apply_plan(cluster.client, plan, between=lambda: clock.advance(0))
-            step = window / STEPS if window > 0 else 0
-            for done in range(1, STEPS + 1):
-                await clock.advance(step)
-                if progress is not None:
-                    await progress(cluster, step * done, window)
+            await run_window(clock, window, cluster, progress, stops=stops)
             end = clock.now()
             report = WhatIfReport(
                 start=began,

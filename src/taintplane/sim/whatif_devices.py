@@ -37,7 +37,7 @@ from taintplane.sim.cluster import in_process_cluster
 from taintplane.sim.progress import Progress
 from taintplane.sim.recorder import Happening, Recorder
 from taintplane.sim.snapshot import not_restored
-from taintplane.sim.whatif import STEPS, node_shape
+from taintplane.sim.whatif import node_shape, run_window
 from taintplane.sim.whatif_outcomes import PodOutcome, Replacement, placement
 from taintplane.sim.whatif_plan import DEFAULT_GRACE_SECONDS, SETTLE_SECONDS
 
@@ -302,11 +302,7 @@ async def run_device_what_if(
             rule = {k: v for k, v in plan.rule.items() if k != "status"}
             await cluster.client.create(RULES, rule)
             await clock.advance(0)
-            step = window / STEPS if window > 0 else 0
-            for done in range(1, STEPS + 1):
-                await clock.advance(step)
-                if progress is not None:
-                    await progress(cluster, step * done, window)
+            await run_window(clock, window, cluster, progress)
             report = DeviceWhatIfReport(
                 start=began,
                 end=clock.now(),

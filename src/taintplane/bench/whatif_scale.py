@@ -1,0 +1,251 @@
+"""`what-if taint nodes -l topology.kubernetes.io/zone=a outage:NoExecute --until 1h` against a
+cluster of N nodes in 3 zones and P running pods: what the copy and the simulated hour cost.
+
+    .venv/bin/python benchmarks/whatif_scale.py --nodes 1000 --pods 10000
+
+Set-up: a cluster as ``taintplane up --clock virtual`` runs it (SQLite store, scheduler,
+controller manager, N simulated kubelets, served over HTTP on 127.0.0.1), Deployments of
+``--per-deployment`` replicas each until all P pods are Running, then a minute more so status
+writes settle. The what-if then runs in a separate process, as the CLI would, against that
+cluster's kubeconfig, through the CLI's own steps: the live cluster read over HTTP
+(``read_live``), the plan resolved, ``run_what_if`` (restore into a scratch store, every
+component started, the taint applied node by node, 100 steps of the window) and the text
+report rendered. Reported apart: set-up; the read of the live cluster; the copy (restore and
+start, until ``run_what_if``'s first progress call); the simulated window; the report; each
+with wall and process CPU time, and both processes' peak RSS. The serving cluster's CPU during
+the what-if (answering the reads) is reported too. ``--profile PREFIX`` writes cProfiles of the
+what-if's copy (``PREFIX.copy``) and window (``PREFIX.window``).
+Progress goes to stderr; the figures are one JSON line on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from taintplane import runtime
+from taintplane.agents.nodes import NodeShape
+from taintplane.client import resource as api_resource
+from taintplane.clock import VirtualClock
+from taintplane.sim.cluster import Cluster, ClusterConfig
+
+DEPLOYMENTS = api_resource("apps", "v1", "deployments")
+
+
+def _peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def deployment(name: str, replicas: int) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
+            },
+        },
+    }
+
+
+class _Phases:
+    """Wall and CPU time of consecutive phases."""
+
+    def __init__(self) -> None:
+        self.figures: dict[str, dict[str, float]] = {}
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+
+    def mark(self, name: str) -> None:
+        wall, cpu = time.perf_counter(), time.process_time()
+        self.figures[name] = {
+            "wall_s": round(wall - self._wall, 2),
+            "cpu_s": round(cpu - self._cpu, 2),
+        }
+        print(f"  {name}: {self.figures[name]}", file=sys.stderr)
+        self._wall, self._cpu = wall, cpu
+
+
+# ---- the what-if process -------------------------------------------------------------------------
+
+
+def what_if(kubeconfig: str, selector: str, until: str, profile: str | None) -> dict[str, Any]:
+    """The CLI's steps for ``what-if taint nodes -l SELECTOR outage:NoExecute --until UNTIL``,
+    timed phase by phase."""
+    from taintplane.api.duration import parse_duration
+    from taintplane.api.selectors import parse_label_selector
+    from taintplane.api.taint_spec import parse_taint_command
+    from taintplane.cli.kubeconfig import load_target
+    from taintplane.cli.logs import quiet_components
+    from taintplane.cli.whatif import _read_live, render_text, taint_command
+    from taintplane.sim.whatif import run_what_if
+    from taintplane.sim.whatif_plan import resolve_plan
+
+    quiet_components()
+    args = ("nodes", "outage:NoExecute")
+    resources, changes = parse_taint_command(args)
+    window = parse_duration(until)
+    phases = _Phases()
+    profiler = cProfile.Profile() if profile else None
+    if profiler:
+        profiler.enable()
+    objects, start = asyncio.run(_read_live(load_target(kubeconfig)))
+    plan = resolve_plan(objects, resources, changes, selector=parse_label_selector(selector))
+    phases.mark("read_live")
+
+    async def progress(cluster: Any, done: float, total: float) -> None:
+        nonlocal profiler
+        if done == 0:
+            phases.mark("copy")
+            if profiler and profile:
+                profiler.disable()
+                profiler.dump_stats(f"{profile}.copy")
+                profiler = cProfile.Profile()
+                profiler.enable()
+        elif done >= total:
+            phases.mark("window")
+            if profiler and profile:
+                profiler.disable()
+                profiler.dump_stats(f"{profile}.window")
+                profiler = None
+
+    report = asyncio.run(run_what_if(objects, plan, start=start, window=window, progress=progress))
+    text = render_text(report, taint_command(args, selector, all_nodes=False, overwrite=False))
+    phases.mark("report")
+    outcomes: dict[str, int] = {}
+    for pod in report.affected:
+        outcomes[pod.outcome] = outcomes.get(pod.outcome, 0) + 1
+    return {
+        "phases": phases.figures,
+        "objects_read": len(objects),
+        "tainted_nodes": len(plan.nodes),
+        "pods_on_them": len(report.affected),
+        "outcomes": outcomes,
+        "replacements": len(report.replacements),
+        "timeline": len(report.timeline),
+        "report_lines": text.count("\n") + 1,
+        "peak_rss_mb": _peak_rss_mb(),
+    }
+
+
+# ---- the cluster it asks about ---------------------------------------------------------------
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    clock = VirtualClock()
+    shapes = [NodeShape(f"node-{i}", zone="abc"[i % 3]) for i in range(1, args.nodes + 1)]
+    phases = _Phases()
+    with tempfile.TemporaryDirectory(prefix="tp-whatif-scale-") as data:
+        cluster = Cluster(ClusterConfig(data_dir=Path(data), port=0, nodes=shapes), clock)
+        cluster.bind()
+        await cluster.start()
+        serving = asyncio.create_task(cluster.serve())
+        try:
+            await clock.advance(0)
+            phases.mark("setup_nodes")
+            result = await _populate_and_ask(args, cluster, clock, phases)
+        finally:
+            cluster.stop()
+            await serving
+            await cluster.close()
+    return result
+
+
+async def _populate_and_ask(
+    args: argparse.Namespace, cluster: Cluster, clock: VirtualClock, phases: _Phases
+) -> dict[str, Any]:
+    client = cluster.client
+    assert client is not None
+    assert cluster.controller_manager is not None
+    running: set[str] = set()
+
+    def seen(pod: dict[str, Any]) -> None:
+        if (pod.get("status") or {}).get("phase") == "Running":
+            running.add(pod["metadata"]["name"])
+
+    cluster.controller_manager.informers.pods.add_handlers(seen, lambda old, new: seen(new))
+    runtime.settle_heap()
+    left, index = args.pods, 0
+    while left > 0:
+        replicas = min(left, args.per_deployment)
+        index += 1
+        await client.create(DEPLOYMENTS, deployment(f"web-{index}", replicas), "default")
+        left -= replicas
+    seconds = 0
+    while len(running) < args.pods:
+        await clock.advance(1)
+        seconds += 1
+        if seconds % 10 == 0:
+            print(f"  {len(running)} of {args.pods} Running after {seconds} s", file=sys.stderr)
+        if seconds > 3600:
+            raise RuntimeError(f"only {len(running)} of {args.pods} Running after 1 h")
+    await clock.advance(60)
+    phases.mark("setup_pods")
+    setup_rss = _peak_rss_mb()
+
+    command = [
+        sys.executable,
+        "-m",
+        "taintplane.bench.whatif_scale",
+        "--child",
+        str(cluster.kubeconfig_path),
+        "--zone",
+        args.zone,
+        "--until",
+        args.until,
+    ]
+    if args.profile:
+        command += ["--profile", args.profile]
+    serving_cpu = time.process_time()
+    child = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
+    out, _ = await child.communicate()
+    if child.returncode != 0:
+        raise RuntimeError(f"the what-if process failed ({child.returncode})")
+    asked = json.loads(out)
+    phases.mark("what_if")
+    asked["serving_cluster_cpu_s"] = round(time.process_time() - serving_cpu, 2)
+    figures = asked["phases"]
+    asked["total_wall_s"] = round(sum(p["wall_s"] for p in figures.values()), 2)
+    asked["total_cpu_s"] = round(sum(p["cpu_s"] for p in figures.values()), 2)
+    return {
+        "nodes": args.nodes,
+        "pods": args.pods,
+        "until": args.until,
+        "setup": {k: v for k, v in phases.figures.items() if k.startswith("setup")},
+        "setup_peak_rss_mb": setup_rss,
+        "setup_simulated_s": seconds + 60,
+        "what_if": asked,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=10_000)
+    parser.add_argument("--per-deployment", type=int, default=1000)
+    parser.add_argument("--zone", default="a")
+    parser.add_argument("--until", default="1h")
+    parser.add_argument("--profile")
+    parser.add_argument("--child", metavar="KUBECONFIG", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        selector = f"topology.kubernetes.io/zone={args.zone}"
+        print(json.dumps(what_if(args.child, selector, args.until, args.profile)))
+        return
+    print(json.dumps(asyncio.run(run(args))))
+
+
+if __name__ == "__main__":
+    main()
