@@ -47,6 +47,10 @@ class RealClock:
         await asyncio.sleep(max(0.0, seconds))
 
 
+#: Added to a ``last`` sleeper's place in the order: after every other (counts stay far below).
+_LAST = 1 << 62
+
+
 class VirtualClock:
     """A clock that stands still until :meth:`advance` moves it."""
 
@@ -97,11 +101,17 @@ class VirtualClock:
         heapq.heappush(self._sleepers, (self._elapsed + seconds, next(self._order), future))
         await future
 
-    async def sleep_until(self, instant: float, *, first: bool = False) -> None:
+    async def sleep_until(self, instant: float, *, first: bool = False, last: bool = False) -> None:
         """Return at ``instant`` (on :meth:`monotonic`'s scale, so a loop that counts its own
-        float steps lands on them exactly); ``first``: before every other sleeper due then."""
+        float steps lands on them exactly); ``first``: before every other sleeper due then;
+        ``last``: after every other sleeper due then (an observer that should see the instant
+        as an advance ending there would, without stopping the advance)."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        order = -next(self._order) if first else next(self._order)
+        order = next(self._order)
+        if first:
+            order = -order
+        elif last:
+            order += _LAST
         heapq.heappush(self._sleepers, (max(instant, self._elapsed), order, future))
         await future
 

@@ -145,6 +145,26 @@ def test_sleep_until_lands_on_the_instant_and_first_goes_before_others_due_then(
     assert order == [("early", 10.5), ("first", 30.0), ("plain", 30.0)]
 
 
+def test_a_last_sleeper_wakes_after_every_other_due_then_even_ones_queued_after_it():
+    clock = VirtualClock()
+    order: list[str] = []
+
+    async def sleeper(name: str, instant: float, *, last: bool = False) -> None:
+        await clock.sleep_until(instant, last=last)
+        order.append(name)
+
+    async def scenario() -> None:
+        observer = asyncio.ensure_future(sleeper("observer", 30.0, last=True))
+        await asyncio.sleep(0)
+        others = [asyncio.ensure_future(sleeper(n, 30.0)) for n in ("a", "b")]
+        others.append(asyncio.ensure_future(clock.sleep(30.0)))
+        await clock.advance(30)
+        await asyncio.gather(observer, *others)
+
+    asyncio.run(scenario())
+    assert order == ["a", "b", "observer"]
+
+
 def test_rest_hooks_run_when_an_advance_has_reached_its_instant_and_target_is_known_meanwhile():
     clock = VirtualClock()
     seen: list[tuple[str, float, float | None]] = []
