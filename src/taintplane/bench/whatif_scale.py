@@ -14,7 +14,9 @@ report rendered. Reported apart: set-up; the read of the live cluster; the copy 
 start, until ``run_what_if``'s first progress call); the simulated window; the report; each
 with wall and process CPU time, and both processes' peak RSS. The serving cluster's CPU during
 the what-if (answering the reads) is reported too. ``--profile PREFIX`` writes cProfiles of the
-what-if's copy (``PREFIX.copy``) and window (``PREFIX.window``).
+what-if's copy (``PREFIX.copy``) and window (``PREFIX.window``); ``--stops 100`` makes the copy's
+clock rest 100 times in the window, as ``what-if`` did before (every rest writes down each
+node's elided heartbeats).
 Progress goes to stderr; the figures are one JSON line on stdout.
 """
 
@@ -81,7 +83,9 @@ class _Phases:
 # ---- the what-if process -------------------------------------------------------------------------
 
 
-def what_if(kubeconfig: str, selector: str, until: str, profile: str | None) -> dict[str, Any]:
+def what_if(
+    kubeconfig: str, selector: str, until: str, profile: str | None, stops: int = 1
+) -> dict[str, Any]:
     """The CLI's steps for ``what-if taint nodes -l SELECTOR outage:NoExecute --until UNTIL``,
     timed phase by phase."""
     from taintplane.api.duration import parse_duration
@@ -208,6 +212,7 @@ async def _populate_and_ask(
     ]
     if args.profile:
         command += ["--profile", args.profile]
+    command += ["--stops", str(args.stops)]
     serving_cpu = time.process_time()
     child = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
     out, _ = await child.communicate()
@@ -223,6 +228,7 @@ async def _populate_and_ask(
         "nodes": args.nodes,
         "pods": args.pods,
         "until": args.until,
+        "stops": args.stops,
         "setup": {k: v for k, v in phases.figures.items() if k.startswith("setup")},
         "setup_peak_rss_mb": setup_rss,
         "setup_simulated_s": seconds + 60,
@@ -238,11 +244,17 @@ def main() -> None:
     parser.add_argument("--zone", default="a")
     parser.add_argument("--until", default="1h")
     parser.add_argument("--profile")
+    parser.add_argument(
+        "--stops",
+        type=int,
+        default=1,
+        help="rests of the copy's clock in the window (100: as before)",
+    )
     parser.add_argument("--child", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         selector = f"topology.kubernetes.io/zone={args.zone}"
-        print(json.dumps(what_if(args.child, selector, args.until, args.profile)))
+        print(json.dumps(what_if(args.child, selector, args.until, args.profile, args.stops)))
         return
     print(json.dumps(asyncio.run(run(args))))
 
