@@ -6,14 +6,18 @@ DaemonSet, and failures and taint waves through the day; wall time for the whole
 The scenario: at 1h a NoExecute maintenance taint on a tenth of the nodes (removed at 2h), at
 6h zone c goes silent for 20 minutes, at 12h a NoSchedule wave on a third of the nodes, at 18h
 MemoryPressure on a few nodes; the DESIGN.md target is 5000 nodes, 100 000 pods, < 60 s wall.
-Progress goes to stderr; the figures are one JSON line on stdout.
+Progress goes to stderr; the figures are one JSON line on stdout: wall time, how much of it
+starting the cluster took (nodes registered, before the Deployment), process CPU time and peak
+RSS.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
+import resource
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -86,12 +90,17 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--hours", type=float, default=24)
+    parser.add_argument("--profile", help="write a cProfile of the run to this file")
     args = parser.parse_args()
     played = parse_scenario(_within(scenario(args.nodes, args.pods, args.hours), args.hours))
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     last = [0.0]
+    started: list[float] = []
 
     async def progress(cluster: Cluster, done: float, total: float) -> None:
+        if not started:
+            # The cluster is up (nodes registered); the Deployment is created at 0 s next.
+            started.append(time.perf_counter() - began)
         if done - last[0] >= 3600 or done >= total:
             last[0] = done
             print(
@@ -99,8 +108,15 @@ def main() -> None:
                 file=sys.stderr,
             )
 
+    profiler = cProfile.Profile() if args.profile else None
+    if profiler is not None:
+        profiler.enable()
     report = asyncio.run(run_scenario(played, progress=progress))
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(args.profile)
     wall = time.perf_counter() - began
+    cpu = time.process_time() - cpu
     counts = report.counts()
     print(
         json.dumps(
@@ -109,6 +125,10 @@ def main() -> None:
                 "pods": args.pods,
                 "simulated_hours": args.hours,
                 "wall_s": round(wall, 1),
+                "cluster_start_s": round(started[0], 1) if started else None,
+                # The whole process (the store's writer thread included).
+                "cpu_s": round(cpu, 1),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
                 "simulated_s_per_wall_s": round(args.hours * 3600 / wall, 1),
                 "evicting": counts.get("evicting", 0),
                 "created": counts.get("created", 0),
