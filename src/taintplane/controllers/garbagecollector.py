@@ -196,11 +196,13 @@ class GarbageCollector:
         await self._delete(node, latest, policy)
 
     async def _process_deleting_dependents(self, node: Node, latest: dict[str, Any]) -> None:
-        blocking = node.blocking_dependents()
-        if not blocking:
+        # The graph counts the blocking dependents, and those not yet being deleted: O(1) per
+        # dependent gone once all are being deleted, where upstream walks every dependent. A
+        # dependent being deleted is not enqueued again (an attempt on it returns at once).
+        if not self.graph.blocking(node):
             await self._remove_finalizer(node, latest, FOREGROUND)
             return
-        for dependent in blocking:
+        for dependent in self.graph.blocking_live(node):
             if not dependent.deleting_dependents:
                 self.attempt_to_delete.add(dependent.identity.uid)
 

@@ -102,15 +102,16 @@ class Node:
             if not self.dependents:
                 self.dependents = None
 
+    def blocks(self, owner_uid: str) -> bool:
+        """Whether this node's reference to ``owner_uid`` has ``blockOwnerDeletion``."""
+        return any(ref.uid == owner_uid and ref.block for ref in self.owners)
+
     def blocking_dependents(self) -> list[Node]:
         """Dependents whose reference to this node has ``blockOwnerDeletion``: only those
-        hold it while it is deleted in the foreground."""
+        hold it while it is deleted in the foreground. O(dependents): the collector asks the
+        graph's counts (``Graph.blocking``) instead."""
         uid = self.identity.uid
-        return [
-            d
-            for d in self.dependents or ()
-            if any(ref.uid == uid and ref.block for ref in d.owners)
-        ]
+        return [d for d in self.dependents or () if d.blocks(uid)]
 
 
 Enqueue = Callable[[Node], None]
@@ -122,6 +123,46 @@ class Graph:
         self._attempt_to_delete = attempt_to_delete
         self._attempt_to_orphan = attempt_to_orphan
         self._absent: OrderedDict[Identity, None] = OrderedDict()
+        # Per owner uid: its dependents that block its deletion, and those of them not being
+        # deleted yet, kept as dependents come, change and go, so that a foreground deletion
+        # asks "any left?" in O(1) per dependent gone instead of walking them all. Kept here,
+        # not on the nodes: a pod's node stays as small as it was (most objects own nothing).
+        self._blocking: dict[str, int] = {}
+        self._blocking_live: dict[str, int] = {}
+
+    def blocking(self, owner: Node) -> int:
+        """How many dependents block ``owner``'s deletion (those being deleted included)."""
+        return self._blocking.get(owner.identity.uid, 0)
+
+    def blocking_live(self, owner: Node) -> list[Node]:
+        """The dependents blocking ``owner`` that are not being deleted yet: none once every
+        one has been deleted, found without a walk; otherwise a walk of the dependents."""
+        if not self._blocking_live.get(owner.identity.uid):
+            return []
+        uid = owner.identity.uid
+        return [d for d in owner.dependents or () if not d.being_deleted and d.blocks(uid)]
+
+    def _count(self, owner: Node, dependent: Node, change: int) -> None:
+        uid = owner.identity.uid
+        if not dependent.blocks(uid):
+            return
+        left = self._blocking.get(uid, 0) + change
+        if left:
+            self._blocking[uid] = left
+        else:
+            self._blocking.pop(uid, None)
+        if not dependent.being_deleted:
+            self._count_live(uid, change)
+
+    def _link(self, owner: Node, dependent: Node) -> None:
+        if owner.dependents is None or dependent not in owner.dependents:
+            owner.add_dependent(dependent)
+            self._count(owner, dependent, 1)
+
+    def _unlink(self, owner: Node, dependent: Node) -> None:
+        if owner.dependents is not None and dependent in owner.dependents:
+            owner.remove_dependent(dependent)
+            self._count(owner, dependent, -1)
 
     # ---- the absent owner cache -------------------------------------------------------------
 
@@ -168,8 +209,13 @@ class Graph:
         else:
             if node.owners != owners:
                 self._update_owners(node, owners)
-            if _being_deleted(obj):
+            if _being_deleted(obj) and not node.being_deleted:
                 node.being_deleted = True
+                for uid in {ref.uid for ref in node.owners if ref.block}:
+                    owner = self.nodes.get(uid)
+                    if owner is not None and node in (owner.dependents or ()):
+                        # Still blocking, but no longer waiting to be deleted.
+                        self._count_live(uid, -1)
         self._process_transitions(old, obj, node)
 
     def _shared(self, owners: tuple[OwnerRef, ...]) -> tuple[OwnerRef, ...]:
@@ -196,12 +242,22 @@ class Graph:
 
     # ---- graph changes ------------------------------------------------------------------------
 
+    def _count_live(self, uid: str, change: int) -> None:
+        left = self._blocking_live.get(uid, 0) + change
+        if left:
+            self._blocking_live[uid] = left
+        else:
+            self._blocking_live.pop(uid, None)
+
     def _remove(self, node: Node) -> None:
         del self.nodes[node.identity.uid]
+        # Its dependents' counts go with it (an object named again later starts with none).
+        self._blocking.pop(node.identity.uid, None)
+        self._blocking_live.pop(node.identity.uid, None)
         for ref in node.owners:
             owner = self.nodes.get(ref.uid)
             if owner is not None:
-                owner.remove_dependent(node)
+                self._unlink(owner, node)
         if node.dependents:
             self.mark_absent(node.identity)
             for dependent in node.dependents:
@@ -222,10 +278,10 @@ class Graph:
                 )
                 owner = Node(virtual, (), observed=False)
                 self.nodes[ref.uid] = owner
-                owner.add_dependent(node)
+                self._link(owner, node)
                 self._attempt_to_delete(owner)
                 continue
-            owner.add_dependent(node)
+            self._link(owner, node)
             seen = owner.identity
             if seen.namespace and seen.namespace != node.identity.namespace:
                 suspicious = True  # a namespaced owner in another namespace is no owner
@@ -249,12 +305,20 @@ class Graph:
             owner = self.nodes.get(ref.uid)
             if owner is not None:
                 self._attempt_to_delete(owner)
-        node.owners = owners
-        self._add_to_owners(node, added)
+        # Leave the old owners (each counting the blocking reference it loses) before taking
+        # the new references; an owner kept by uid may gain or lose blockOwnerDeletion, so it
+        # is left and joined again.
+        kept = [owner for uid in new if uid in old and (owner := self.nodes.get(uid))]
+        for owner in kept:
+            self._unlink(owner, node)
         for ref in removed:
             owner = self.nodes.get(ref.uid)
             if owner is not None:
-                owner.remove_dependent(node)
+                self._unlink(owner, node)
+        node.owners = owners
+        for owner in kept:
+            self._link(owner, node)
+        self._add_to_owners(node, added)
 
     def _process_transitions(
         self, old: dict[str, Any] | None, new: dict[str, Any], node: Node
