@@ -80,6 +80,15 @@ def json_response(body: Any, status: int = 200, content_type: str = "application
     return response
 
 
+def _converted(request: Request) -> bool:
+    """Whether the body was already converted from a served version (``app._converted`` sets
+    ``request.state.body``). Read from the scope's state dict: ``hasattr(request.state, …)``
+    raises and catches an AttributeError on every request that has none, a measurable
+    share of an in-process write."""
+    state = request.scope.get("state")
+    return isinstance(state, dict) and "body" in state
+
+
 def _query_int(request: Request, name: str) -> int | None:
     raw = request.query_params.get(name)
     if raw in (None, ""):
@@ -257,7 +266,7 @@ class ResourceHandlers:
     # ---- helpers ---------------------------------------------------------------------------
 
     async def _body(self, request: Request) -> Any:
-        if hasattr(request.state, "body"):
+        if _converted(request):
             return request.state.body  # already converted from a served version (conversion.py)
         raw = await request.body()
         return await offload(codec.decode_body, raw, request.headers.get("content-type"))
@@ -277,7 +286,7 @@ class ResourceHandlers:
     async def _body_notes(self, request: Request) -> DecodeNotes:
         """Duplicate fields in a create or update body (not for a body converted from
         another served version: its raw bytes are not the object's)."""
-        if hasattr(request.state, "body") or request.scope.get(SCOPE_IN_PROCESS):
+        if _converted(request) or request.scope.get(SCOPE_IN_PROCESS):
             return NO_NOTES
         return await offload(
             notes_for_body,
@@ -438,7 +447,7 @@ class ResourceHandlers:
             raise APIError.unsupported_media_type(content_type)
         notes = DecodeNotes(sorted_walk=True)
         apply_duplicates: list[str] = []
-        if hasattr(request.state, "body"):
+        if _converted(request):
             patch = request.state.body
         else:
             raw = await request.body()

@@ -78,6 +78,36 @@ _JSON_TYPE = {
 }
 
 
+#: Where a value is, built lazily: ``None`` for the object itself, else ``(parent, step,
+#: name)``. A tuple per field costs a fraction of an object holding both renderings, and
+#: the names are rendered only when a finding (an unknown or duplicate field, a type
+#: error) needs them, which valid objects never do.
+_Path = tuple[Any, int, Any] | None
+_KEY, _INDEX, _MAP_KEY = 0, 1, 2
+
+
+def _render(path: _Path) -> tuple[str, str]:
+    """The path as Go's type errors name it (struct fields only) and as the strict decoder
+    names it (map keys and list indexes too)."""
+    steps: list[tuple[int, Any]] = []
+    while path is not None:
+        path, step, name = path
+        steps.append((step, name))
+    go = strict = ""
+    for step, name in reversed(steps):
+        if step == _INDEX:
+            strict = f"{strict}[{name}]"
+            continue
+        if step == _KEY:
+            go = f"{go}.{name}" if go else name
+        strict = f"{strict}.{name}" if strict else name
+    return go, strict
+
+
+def _strict(path: _Path) -> str:
+    return _render(path)[1]
+
+
 class TypeCheckError(ValueError):
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -101,9 +131,11 @@ class TypeReport:
         keys sorted when the object reached it as a re-encoded Go map."""
         return sorted(value.items()) if self.sorted_walk else value.items()
 
-    def note_duplicate(self, path: str) -> None:
-        if self.duplicates and path in self.duplicates:
-            self.problems.append(f'duplicate field "{path}"')
+    def note_duplicate(self, path: _Path) -> None:
+        if self.duplicates:
+            strict = _strict(path)
+            if strict in self.duplicates:
+                self.problems.append(f'duplicate field "{strict}"')
 
 
 @cache
@@ -155,13 +187,14 @@ def _go_type(schema: dict[str, Any]) -> str:
 
 def _fail(value: Any, struct: str, path: _Path, schema: dict[str, Any]) -> TypeCheckError:
     json_type = _JSON_TYPE.get(type(value), "value")
+    go = _render(path)[0]
     if isinstance(value, float) and schema.get("type") == "integer":
         return TypeCheckError(
-            f"json: cannot unmarshal number {value!r} into Go struct field {struct}.{path.go} "
+            f"json: cannot unmarshal number {value!r} into Go struct field {struct}.{go} "
             "of type int64"
         )
     return TypeCheckError(
-        f"json: cannot unmarshal {json_type} into Go struct field {struct}.{path.go} "
+        f"json: cannot unmarshal {json_type} into Go struct field {struct}.{go} "
         f"of type {_go_type(schema)}"
     )
 
@@ -184,29 +217,8 @@ def check_object(
     unknown only, as sigs.k8s.io/json does for typed objects).
     """
     report = TypeReport(drop_unknown=drop_unknown, duplicates=duplicates, sorted_walk=sorted_walk)
-    _check_struct(obj, kind_schema, _Path("", ""), report, baseline)
+    _check_struct(obj, kind_schema, None, report, baseline)
     return report
-
-
-@dataclass(frozen=True)
-class _Path:
-    """Where a value is: as Go's type errors name it (struct fields only) and as the strict
-    decoder names it (map keys and list indexes too)."""
-
-    go: str
-    strict: str
-
-    def key(self, name: str) -> _Path:
-        return _Path(
-            f"{self.go}.{name}" if self.go else name,
-            f"{self.strict}.{name}" if self.strict else name,
-        )
-
-    def index(self, i: int) -> _Path:
-        return _Path(self.go, f"{self.strict}[{i}]")
-
-    def map_key(self, name: str) -> _Path:
-        return _Path(self.go, f"{self.strict}.{name}" if self.strict else name)
 
 
 @dataclass(frozen=True)
@@ -259,15 +271,16 @@ def _check_struct(
         before = baseline.get(key, _MISSING) if baseline is not None else _MISSING
         if before is not _MISSING and before == item:
             continue
-        child_path = path.key(key)
+        child_path = (path, _KEY, key)
         prop = properties.get(key)
         if prop is None:
             if key not in ("apiVersion", "kind") or "apiVersion" not in properties:
-                report.unknown.append(child_path.strict)
-                report.problems.append(f'unknown field "{child_path.strict}"')
+                strict = _strict(child_path)
+                report.unknown.append(strict)
+                report.problems.append(f'unknown field "{strict}"')
                 unknown.append(key)
             continue
-        report.note_duplicate(child_path.strict)
+        report.note_duplicate(child_path)
         if quantities and key in quantities:
             if _quantity_field(value, key, item, pointer=quantities[key]):
                 omitted.append(key)
@@ -387,7 +400,7 @@ def _check_value(
                 if zero is not None:
                     value[i] = zero
                 continue
-            _check_value(item, items, struct, path.index(i), key, report)
+            _check_value(item, items, struct, (path, _INDEX, i), key, report)
     elif kind == "object":
         if not isinstance(value, dict):
             raise _fail(value, struct, path, schema)
@@ -395,7 +408,8 @@ def _check_value(
         if isinstance(inner, dict):
             quantities = key in QUANTITY_MAPS and _is_plain_string(inner)
             for name, item in report.items(value):
-                report.note_duplicate(path.map_key(name).strict)
+                item_path = (path, _MAP_KEY, name)
+                report.note_duplicate(item_path)
                 if item is None:
                     # a map's null value decodes as the element's zero value
                     if quantities:
@@ -406,7 +420,7 @@ def _check_value(
                 if quantities and _is_scalar_quantity(item):
                     value[name] = _canonical_or_same(item)
                     continue
-                _check_value(item, inner, struct, path.map_key(name), key, report)
+                _check_value(item, inner, struct, item_path, key, report)
     elif (
         (kind == "string" and not isinstance(value, str))
         or (kind == "integer" and (isinstance(value, bool) or not isinstance(value, int)))
