@@ -9,7 +9,7 @@ controller manager, N simulated kubelets, served over HTTP on 127.0.0.1), Deploy
 writes settle. The what-if then runs in a separate process, as the CLI would, against that
 cluster's kubeconfig, through the CLI's own steps: the live cluster read over HTTP
 (``read_live``), the plan resolved, ``run_what_if`` (restore into a scratch store, every
-component started, the taint applied node by node, 100 steps of the window) and the text
+component started, the taint applied node by node, the window) and the text
 report rendered. Reported apart: set-up; the read of the live cluster; the copy (restore and
 start, until ``run_what_if``'s first progress call); the simulated window; the report; each
 with wall and process CPU time, and both processes' peak RSS. The serving cluster's CPU during
@@ -109,8 +109,14 @@ def what_if(
     plan = resolve_plan(objects, resources, changes, selector=parse_label_selector(selector))
     phases.mark("read_live")
 
+    revisions: list[int] = []
+    elided: list[int] = []
+
     async def progress(cluster: Any, done: float, total: float) -> None:
         nonlocal profiler
+        if done in (0, total):
+            revisions.append(await cluster.store.current_revision())
+            elided.append(cluster.kubelets.elision.elided_ticks)
         if done == 0:
             phases.mark("copy")
             if profiler and profile:
@@ -125,7 +131,9 @@ def what_if(
                 profiler.dump_stats(f"{profile}.window")
                 profiler = None
 
-    report = asyncio.run(run_what_if(objects, plan, start=start, window=window, progress=progress))
+    report = asyncio.run(
+        run_what_if(objects, plan, start=start, window=window, progress=progress, stops=stops)
+    )
     text = render_text(report, taint_command(args, selector, all_nodes=False, overwrite=False))
     phases.mark("report")
     outcomes: dict[str, int] = {}
@@ -138,6 +146,10 @@ def what_if(
         "pods_on_them": len(report.affected),
         "outcomes": outcomes,
         "replacements": len(report.replacements),
+        # Store writes in the window (creations, updates, deletions; Events included).
+        "window_writes": revisions[-1] - revisions[0],
+        # Kubelet ticks (of every node at once) that heartbeat elision skipped in the window.
+        "window_elided_ticks": elided[-1] - elided[0],
         "timeline": len(report.timeline),
         "report_lines": text.count("\n") + 1,
         "peak_rss_mb": _peak_rss_mb(),
