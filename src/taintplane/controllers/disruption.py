@@ -34,8 +34,9 @@ from taintplane.client.events import EventRecorder
 from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
 from taintplane.clock import Clock
+from taintplane.controllers.disruption_pods import BudgetPods
 from taintplane.controllers.disruption_scale import SyncError, expected_pods, selector_string
-from taintplane.controllers.workloads import NAMESPACE_INDEX, is_pod_ready, namespace_index
+from taintplane.controllers.workloads import NAMESPACE_INDEX, namespace_index
 
 __all__ = ["DisruptionController", "disruption_allowed_condition"]
 
@@ -65,16 +66,6 @@ def disruption_allowed_condition(
     return condition
 
 
-def _healthy(pod: dict[str, Any], disrupted: dict[str, str]) -> bool:
-    """Counted by a budget: Ready, not being deleted and not just evicted."""
-    metadata = pod["metadata"]
-    return (
-        not metadata.get("deletionTimestamp")
-        and metadata["name"] not in disrupted
-        and is_pod_ready(pod)
-    )
-
-
 class DisruptionController:
     def __init__(self, client: Client, clock: Clock, informers: SharedInformers) -> None:
         self.client = client
@@ -89,17 +80,60 @@ class DisruptionController:
         self._said: dict[tuple[str, str], str] = {}
         self.queue = WorkQueue(clock, name="disruption")
         self.recorder = EventRecorder(client, clock, "controllermanager")
-        self.pdbs.add_handlers(self._enqueue, lambda old, new: self._enqueue(new))
+        #: Each budget's matching pods and counts, kept by pod events from its first sync on
+        #: (disruption_pods.py): namespace → budget key → its pods.
+        self._budgets: dict[str, dict[str, BudgetPods]] = {}
+        self.pdbs.add_handlers(
+            self._enqueue, lambda old, new: self._enqueue(new), self._pdb_deleted
+        )
         # Upstream's recheckQueue: a budget whose evicted pods' grace ends later is synced
         # again then; the key waits here and only moves to the sync queue when due.
         self.recheck = WorkQueue(clock, name="disruption_recheck")
         self.stale = WorkQueue(clock, name="stale_pod_disruption")
-        self.pods.add_handlers(
-            self._pod_seen, lambda old, new: self._pod_seen(new), self._pod_changed
-        )
+        self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
 
     def _enqueue(self, pdb: dict[str, Any]) -> None:
         self.queue.add(object_key(pdb))
+
+    def _pdb_deleted(self, pdb: dict[str, Any]) -> None:
+        budgets = self._budgets.get(pdb["metadata"].get("namespace", ""))
+        if budgets is not None:
+            budgets.pop(object_key(pdb), None)
+
+    def _track(self, pod: dict[str, Any], gone: bool = False) -> None:
+        """Keep the namespace's budgets' pods current (whether the pod matches or not: a
+        label change may take it out of one)."""
+        budgets = self._budgets.get(pod["metadata"].get("namespace", ""))
+        if budgets:
+            key = object_key(pod)
+            for budget in budgets.values():
+                budget.observe(key, None if gone else pod)
+
+    def _pod_added(self, pod: dict[str, Any]) -> None:
+        self._track(pod)
+        self._pod_seen(pod)
+
+    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self._track(new)
+        self._pod_seen(new)
+
+    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+        self._track(pod, gone=True)
+        self._pod_changed(pod)
+
+    def _budget_pods(self, key: str, pdb: dict[str, Any]) -> BudgetPods | None:
+        """The budget's kept pods, built from the namespace index when first needed or when
+        its selector changed; None when the selector cannot be parsed."""
+        namespace = pdb["metadata"]["namespace"]
+        budgets = self._budgets.setdefault(namespace, {})
+        found = budgets.get(key)
+        if found is None or not found.current_for(pdb):
+            found = BudgetPods.build(pdb, self.pods.by_index(NAMESPACE_INDEX, namespace))
+            if found is None:
+                budgets.pop(key, None)
+                return None
+            budgets[key] = found
+        return found
 
     def _pod_changed(self, pod: dict[str, Any]) -> None:
         namespace = pod["metadata"].get("namespace", "")
@@ -190,24 +224,24 @@ class DisruptionController:
 
     async def _sync(self, key: str) -> None:
         pdb = self.pdbs.get(key)
-        if pdb is None or pdb["metadata"].get("deletionTimestamp"):
+        if pdb is None:
+            budgets = self._budgets.get(key.split("/", 1)[0])
+            if budgets is not None:
+                budgets.pop(key, None)
+            return
+        if pdb["metadata"].get("deletionTimestamp"):
             return
         spec = pdb.get("spec") or {}
-        namespace = pdb["metadata"]["namespace"]
-        try:
-            selector = label_selector_from_dict(spec.get("selector"))
-        except SelectorError:
-            return
-        pods = [
-            p
-            for p in self.pods.by_index(NAMESPACE_INDEX, namespace)
-            if spec.get("selector") is not None
-            and selector.matches(p["metadata"].get("labels") or {})
-        ]
-        if not pods:
+        pods = self._budget_pods(key, pdb)
+        if pods is None:
+            return  # a selector that cannot be parsed
+        if not pods.pods:
             self._event_once(pdb, "Normal", "NoPods", "No matching pods found")
         try:
-            expected = expected_pods(pdb, pods, self._lookup)
+            # One pod per controller is what the scale-based count looks at.
+            expected = expected_pods(
+                pdb, pods.representatives(), self._lookup, count=len(pods.pods)
+            )
         except SyncError as error:
             self._event_once(
                 pdb,
@@ -231,7 +265,7 @@ class DisruptionController:
             )
         now = self.clock.now()
         disrupted, recheck = self._disrupted_pods(pdb, pods, now)
-        healthy = sum(1 for p in pods if _healthy(p, disrupted))
+        healthy = pods.healthy(disrupted, pdb["metadata"]["namespace"])
         allowed = healthy - expected.desired
         if expected.count <= 0 or allowed <= 0:
             allowed = 0  # a budget whose pods are not counted yet is safe
@@ -286,16 +320,21 @@ class DisruptionController:
                 raise
 
     def _disrupted_pods(
-        self, pdb: dict[str, Any], pods: list[dict[str, Any]], now: datetime
+        self, pdb: dict[str, Any], pods: BudgetPods, now: datetime
     ) -> tuple[dict[str, str], datetime | None]:
         """Upstream's buildDisruptedPodMap: the entries still in their two minutes (for pods
-        that are not being deleted yet), and when the earliest of them runs out."""
+        that are not being deleted yet), and when the earliest of them runs out. Looked up
+        by name: the map is a few entries, the pods may be thousands."""
         recorded = (pdb.get("status") or {}).get("disruptedPods") or {}
         kept: dict[str, str] = {}
         recheck: datetime | None = None
-        for pod in pods:
+        namespace = pdb["metadata"]["namespace"]
+        for name in recorded:
+            pod = pods.pods.get(f"{namespace}/{name}")
+            if pod is None:
+                continue
             metadata = pod["metadata"]
-            if metadata.get("deletionTimestamp") or metadata["name"] not in recorded:
+            if metadata.get("deletionTimestamp"):
                 continue
             since = parse_timestamp(recorded[metadata["name"]])
             if since is None:

@@ -36,7 +36,11 @@ class Expected:
     unmanaged: list[str] = field(default_factory=list)
 
 
-def expected_pods(pdb: dict[str, Any], pods: list[dict[str, Any]], lookup: Lookup) -> Expected:
+def expected_pods(
+    pdb: dict[str, Any], pods: list[dict[str, Any]], lookup: Lookup, *, count: int | None = None
+) -> Expected:
+    """``count``, when given, is how many pods match (then ``pods`` may hold only one pod per
+    controller and one unmanaged pod: all the scale-based count looks at)."""
     spec = pdb.get("spec") or {}
     if spec.get("maxUnavailable") is not None:
         count, unmanaged = _expected_scale(pods, lookup)
@@ -44,7 +48,7 @@ def expected_pods(pdb: dict[str, Any], pods: list[dict[str, Any]], lookup: Looku
         return Expected(count, max(0, count - unavailable), unmanaged)
     minimum = spec.get("minAvailable")
     if isinstance(minimum, int) and not isinstance(minimum, bool):
-        return Expected(len(pods), minimum)
+        return Expected(len(pods) if count is None else count, minimum)
     if isinstance(minimum, str):
         count, unmanaged = _expected_scale(pods, lookup)
         return Expected(count, scaled_value(minimum, count, round_up=True), unmanaged)
