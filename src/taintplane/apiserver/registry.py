@@ -221,14 +221,33 @@ class Registry(RegistryReads):
         notes: DecodeNotes = NO_NOTES,
     ) -> dict[str, Any]:
         new: dict[str, Any] = clone(body)
-        await offload(check_type, resource, new, field_validation, notes=notes)
+        # The stored object is read first so that the type check skips the parts the body
+        # leaves as stored (a status write sends the whole object back): they were checked
+        # when written, and only the same JSON is skipped. Duplicate fields are found where
+        # the walk meets them, so a body with any is checked whole. A missing object is
+        # checked whole too, and its 404 comes after the body's own 400, as upstream's
+        # decode comes before the read.
+        kv = None if notes.inline else await self.store.get(self._key(resource, namespace, name))
+        stored = self._decode(kv) if kv is not None else None
+        await offload(
+            check_type,
+            resource,
+            new,
+            field_validation,
+            baseline=stored,
+            notes=notes,
+            exact_baseline=True,
+        )
         check_update_name(new, name, namespace, namespaced=resource.namespaced)
         precondition = meta(new).get("resourceVersion") or None
         # A write that loses a race is tried again from the checked body (the write
         # itself changes the object it is given).
         checked = clone(new) if precondition is None else new
         while True:
-            old = await self.get(resource, namespace, name)
+            # The first round writes over the object just read (a write landing since is
+            # a lost race or a conflict, as one landing during the round).
+            old = stored if stored is not None else await self.get(resource, namespace, name)
+            stored = None
             if precondition is not None and precondition != meta(old)["resourceVersion"]:
                 raise from_store_error(store_errors.Conflict(name, 0), resource, name)
             try:

@@ -52,6 +52,8 @@ def check_type(
     field_validation: str = "Warn",
     baseline: dict[str, Any] | None = None,
     notes: DecodeNotes = NO_NOTES,
+    *,
+    exact_baseline: bool = False,
 ) -> None:
     """``obj`` is of the kind and version served at ``resource`` and every field has its
     schema's type. Unknown fields, and the duplicate fields ``notes`` found in the body, are
@@ -82,6 +84,7 @@ def check_type(
             drop_unknown=not strict,
             duplicates=notes.inline if field_validation != "Ignore" else frozenset(),
             sorted_walk=notes.sorted_walk,
+            exact_baseline=exact_baseline,
         )
     except typecheck.TypeCheckError as error:
         raise cannot_handle(resource, DecodeError(error.message)) from error

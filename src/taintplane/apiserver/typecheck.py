@@ -26,6 +26,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+import orjson
+
 from taintplane.api.decoding import DecodeError, canonical_time
 from taintplane.api.quantity import go_parse_error
 from taintplane.api.quantity_format import canonical_quantity
@@ -125,6 +127,7 @@ class TypeReport:
     drop_unknown: bool = False
     duplicates: frozenset[str] = frozenset()
     sorted_walk: bool = False
+    exact_baseline: bool = False
 
     def items(self, value: dict[str, Any]) -> Any:
         """``value``'s fields in the order the decoder meets them: the document's, or the
@@ -207,16 +210,26 @@ def check_object(
     drop_unknown: bool = False,
     duplicates: frozenset[str] = frozenset(),
     sorted_walk: bool = False,
+    exact_baseline: bool = False,
 ) -> TypeReport:
     """Check ``obj`` against the schema named ``kind_schema``; raises on a type mismatch.
 
     Parts equal to ``baseline`` (the stored object an update starts from, checked when it
     was written) are skipped, so a small patch costs little however large the object.
+    With ``exact_baseline`` a part is skipped only when it is also the same JSON as the
+    stored one: Python's ``==`` takes ``1.0`` and ``True`` for ``1``, and a body decoded
+    straight into the Go types (a create or an update, unlike a patch, whose result goes
+    through a map first) must still fail on them.
     ``drop_unknown`` removes the unknown fields from ``obj`` (in place). ``duplicates`` are
     reported where the walk meets them, unless the field is unknown (then it is reported as
     unknown only, as sigs.k8s.io/json does for typed objects).
     """
-    report = TypeReport(drop_unknown=drop_unknown, duplicates=duplicates, sorted_walk=sorted_walk)
+    report = TypeReport(
+        drop_unknown=drop_unknown,
+        duplicates=duplicates,
+        sorted_walk=sorted_walk,
+        exact_baseline=exact_baseline,
+    )
     _check_struct(obj, kind_schema, None, report, baseline)
     return report
 
@@ -269,7 +282,11 @@ def _check_struct(
     omitted: list[str] = []
     for key, item in report.items(value):
         before = baseline.get(key, _MISSING) if baseline is not None else _MISSING
-        if before is not _MISSING and before == item:
+        if (
+            before is not _MISSING
+            and before == item
+            and (not report.exact_baseline or _same_json(before, item))
+        ):
             continue
         child_path = (path, _KEY, key)
         prop = properties.get(key)
@@ -306,6 +323,15 @@ def _check_struct(
             del value[key]
     for key in omitted:
         del value[key]
+
+
+def _same_json(before: Any, item: Any) -> bool:
+    """Whether two equal values are also the same JSON (not ``1`` and ``1.0`` or ``True``);
+    keys in another order count as different, which only costs the check a skip."""
+    try:
+        return bool(orjson.dumps(before) == orjson.dumps(item))
+    except orjson.JSONEncodeError:
+        return False  # an integer past 64 bits: checked, as any part not skipped
 
 
 def _omits_null(key: str, prop: dict[str, Any], required: frozenset[str]) -> bool:
