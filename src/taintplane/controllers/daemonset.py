@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 COMPONENT = "daemonset-controller"
 DAEMONSETS = resource("apps", "v1", "daemonsets")
 OWNER_INDEX = "daemonset-controller:owner-uid"
+#: A daemon pod by its DaemonSet's uid and the node it is aimed at ("uid/node").
+NODE_INDEX = "daemonset-controller:owner-node"
 
 
 def controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
@@ -52,6 +54,12 @@ def controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
 def _owner_uid(pod: dict[str, Any]) -> list[str]:
     ref = controller_ref(pod)
     return [str(ref["uid"])] if ref and ref.get("kind") == "DaemonSet" else []
+
+
+def _owner_node(pod: dict[str, Any]) -> list[str]:
+    owner = _owner_uid(pod)
+    node = util.target_node_name(pod) if owner else None
+    return [f"{owner[0]}/{node}"] if node is not None else []
 
 
 def _conditions_true(node: dict[str, Any]) -> set[str]:
@@ -90,6 +98,8 @@ class DaemonSetController:
         self.nodes = informers.nodes
         if not self.pods.has_index(OWNER_INDEX):
             self.pods.add_index(OWNER_INDEX, _owner_uid)
+        if not self.pods.has_index(NODE_INDEX):
+            self.pods.add_index(NODE_INDEX, _owner_node)
         self.histories = informers.informer("apps", "v1", "controllerrevisions")
         if not self.histories.has_index(workloads.OWNER_INDEX):
             self.histories.add_index(workloads.OWNER_INDEX, workloads.owner_index)
@@ -109,7 +119,7 @@ class DaemonSetController:
         self.histories.add_handlers(
             self._history_added, self._history_updated, self._history_deleted
         )
-        self.nodes.add_handlers(self._node_added, self._node_updated)
+        self.nodes.add_handlers(self._node_added, self._node_updated, self._node_deleted)
 
     # ---- helpers shared with the sync ------------------------------------------------------
 
@@ -136,6 +146,16 @@ class DaemonSetController:
     def owned_pods(self, ds: dict[str, Any]) -> list[dict[str, Any]]:
         return self.pods.by_index(OWNER_INDEX, str(ds["metadata"].get("uid", "")))
 
+    def pods_on_node(self, ds: dict[str, Any], node: str) -> list[dict[str, Any]]:
+        """The DaemonSet's pods aimed at ``node``, in the informer's order."""
+        return self.pods.by_index(NODE_INDEX, f"{ds['metadata'].get('uid', '')}/{node}")
+
+    def _mark(self, pod: dict[str, Any]) -> None:
+        """Whatever happened to a daemon pod, its DaemonSet looks at its node again."""
+        owner = _owner_uid(pod)
+        if owner:
+            self.syncer.mark(owner[0], util.target_node_name(pod))
+
     def _enqueue(self, ds: dict[str, Any]) -> None:
         meta = ds["metadata"]
         self.queue.add(f"{meta['namespace']}/{meta['name']}")
@@ -161,11 +181,13 @@ class DaemonSetController:
         key = f"{meta['namespace']}/{meta['name']}"
         self.expectations.delete(key)
         uid = str(meta.get("uid", ""))
+        self.syncer.forget(uid)
         for remembered in [k for k in self._should_run if k[0] == uid]:
             del self._should_run[remembered]
         self.queue.add(key)
 
     def _pod_added(self, pod: dict[str, Any]) -> None:
+        self._mark(pod)
         if pod["metadata"].get("deletionTimestamp"):
             self._pod_deleted(pod)
             return
@@ -177,8 +199,10 @@ class DaemonSetController:
     def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
             return
+        self._mark(old)
+        self._mark(new)
         if new["metadata"].get("deletionTimestamp"):
-            self._pod_deleted(new)
+            self._pod_deleted(new, marked=True)
             return
         old_ds = self._resolve(old)
         ds = self._resolve(new)
@@ -192,7 +216,9 @@ class DaemonSetController:
             # One more second against sub-second skew, as upstream.
             self.enqueue_after(ds, min_ready + 1)
 
-    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+    def _pod_deleted(self, pod: dict[str, Any], *, marked: bool = False) -> None:
+        if not marked:
+            self._mark(pod)
         ds = self._resolve(pod)
         if ds is not None:
             self.expectations.deletion_observed(self.syncer.key(ds))
@@ -250,6 +276,7 @@ class DaemonSetController:
             self._enqueue(ds)
 
     def _node_added(self, node: dict[str, Any]) -> None:
+        self.syncer.mark_node(node["metadata"]["name"])
         for ds in list(self.daemonsets.cache.values()):
             if self.should_run(node, ds)[0]:
                 self._enqueue(ds)
@@ -258,10 +285,15 @@ class DaemonSetController:
         # Like upstream, node deletions are not watched: pods on a deleted node are the pod
         # garbage collector's to remove.
         if _ignore_node_update(old, new):
-            return
+            return  # nothing a DaemonSet decides on changed: its kept results stand
+        self.syncer.mark_node(new["metadata"]["name"])
         for ds in list(self.daemonsets.cache.values()):
             if self.should_run(old, ds) != self.should_run(new, ds):
                 self._enqueue(ds)
+
+    def _node_deleted(self, node: dict[str, Any]) -> None:
+        # Not a reason to sync (as upstream), but the node's kept results are stale.
+        self.syncer.mark_node(node["metadata"]["name"])
 
     # ---- running ------------------------------------------------------------------------------
 

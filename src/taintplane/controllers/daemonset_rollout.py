@@ -8,7 +8,9 @@ time, and the old pod goes only once the new one is available (``minReadySeconds
 became ready); a node whose old pod is not available anyway gets its new pod at once.
 
 Nodes are visited in name order (upstream's map order is random) so a rollout is repeatable.
-Pure functions over plain dicts: the sync turns the plans into creates and deletes.
+Pure functions over plain dicts. ``Plan`` is the full pass over every node; the sync reads the
+same answer from per-node sums kept between syncs (``daemonset_nodes``), and the tests hold
+the two equal.
 """
 
 from __future__ import annotations

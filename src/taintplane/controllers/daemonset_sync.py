@@ -1,12 +1,14 @@
 """One sync of one DaemonSet (upstream's ``syncDaemonSet``, ``manage``, ``syncNodes``,
 ``rollingUpdate`` and ``updateDaemonSetStatus``): the current revision first, then pods
-created and deleted, the rollout advanced, old revisions trimmed and the status written."""
+created and deleted, the rollout advanced, old revisions trimmed and the status written.
+
+Each pass reads the DaemonSet's kept per-node results (``daemonset_nodes``), brought up to date
+for the nodes that changed since the last sync, instead of visiting every node."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -16,6 +18,14 @@ from taintplane.clock import Clock
 from taintplane.controllers import daemonset_rollout as rollout
 from taintplane.controllers import daemonset_util as util
 from taintplane.controllers.daemonset_history import revision_hash
+from taintplane.controllers.daemonset_nodes import (
+    COUNTS,
+    Manage,
+    NodeResult,
+    NodeResults,
+    creation_order,
+    evaluate,
+)
 
 if TYPE_CHECKING:
     from taintplane.controllers.daemonset import DaemonSetController
@@ -30,15 +40,7 @@ BURST_REPLICAS = 250
 SLOW_START_INITIAL_BATCH = 1
 STATUS_UPDATE_RETRIES = 1
 EXPECTATIONS_TIMEOUT = 300.0  # upstream's ExpectationsTimeout: a lost watch event heals
-STATUS_FIELDS = (
-    "desiredNumberScheduled",
-    "currentNumberScheduled",
-    "numberMisscheduled",
-    "numberReady",
-    "updatedNumberScheduled",
-    "numberAvailable",
-    "numberUnavailable",
-)
+STATUS_FIELDS = (*COUNTS, "numberUnavailable")
 
 
 @dataclass
@@ -82,20 +84,100 @@ class Expectations:
         self._items.pop(key, None)
 
 
-def _creation_order(pod: dict[str, Any]) -> tuple[bool, str, str]:
-    """``podByCreationTimestampAndPhase``: bound pods first, then oldest, then by name."""
-    meta = pod["metadata"]
-    bound = bool((pod.get("spec") or {}).get("nodeName"))
-    return (not bound, str(meta.get("creationTimestamp", "")), str(meta["name"]))
-
-
 def _phase(pod: dict[str, Any]) -> str:
     return str((pod.get("status") or {}).get("phase") or "")
 
 
 class DaemonSetSync:
+    #: Tests set this: every pass also rebuilds the per-node results from scratch and records
+    #: any difference from the kept ones in ``mismatches``.
+    verify = False
+    mismatches: list[str] = []  # noqa: RUF012 - shared on purpose, read by tests
+
     def __init__(self, controller: DaemonSetController) -> None:
         self.c = controller
+        #: DaemonSet uid → its kept per-node results.
+        self.kept: dict[str, NodeResults] = {}
+
+    # ---- per-node results -----------------------------------------------------------------
+
+    def mark(self, ds_uid: str, node: str | None) -> None:
+        """The DaemonSet's pods on ``node`` changed: look at the node again next pass."""
+        kept = self.kept.get(ds_uid)
+        if kept is not None and node is not None:
+            kept.dirty.add(node)
+
+    def mark_node(self, node: str) -> None:
+        for kept in self.kept.values():
+            kept.dirty.add(node)
+
+    def forget(self, ds_uid: str) -> None:
+        self.kept.pop(ds_uid, None)
+
+    @staticmethod
+    def _basis(ds: dict[str, Any], hash_: str) -> tuple[Any, ...]:
+        meta = ds["metadata"]
+        annotation = (meta.get("annotations") or {}).get(util.TEMPLATE_GENERATION_ANNOTATION)
+        return (meta.get("uid"), meta.get("generation"), hash_, annotation)
+
+    def _evaluate(self, ds: dict[str, Any], hash_: str, name: str) -> NodeResult | None:
+        c = self.c
+        node = c.nodes.cache.get(name)
+        pods = c.pods_on_node(ds, name)
+        if node is None and not pods:
+            return None
+        return evaluate(
+            name,
+            node,
+            pods,
+            ds,
+            hash_,
+            c.clock.now(),
+            lambda n: c.should_run(n, ds),
+            lambda node_name, run, keep, on_node: self._pure_manage(
+                ds, hash_, node_name, run, keep, on_node
+            ),
+        )
+
+    def _build(self, ds: dict[str, Any], hash_: str) -> NodeResults:
+        c = self.c
+        kept = NodeResults(self._basis(ds, hash_))
+        names = dict.fromkeys(c.nodes.cache)
+        for pod in c.owned_pods(ds):
+            target = util.target_node_name(pod)
+            if target is not None:
+                names[target] = None
+        for name in names:
+            kept.put(name, self._evaluate(ds, hash_, name))
+        return kept
+
+    def results(self, ds: dict[str, Any], hash_: str) -> NodeResults:
+        """The DaemonSet's per-node results, brought up to date: the dirty and volatile nodes
+        looked at again, everything rebuilt when the DaemonSet's basis changed (or, as a
+        safety net, when the count of nodes disagrees with the node cache)."""
+        uid = str(ds["metadata"].get("uid", ""))
+        kept = self.kept.get(uid)
+        if kept is None or kept.basis != self._basis(ds, hash_):
+            kept = self.kept[uid] = self._build(ds, hash_)
+        else:
+            again = kept.dirty | kept.volatile
+            kept.dirty = set()
+            for name in again:
+                kept.put(name, self._evaluate(ds, hash_, name))
+            if kept.existing != len(self.c.nodes.cache):
+                kept = self.kept[uid] = self._build(ds, hash_)
+        if self.verify:
+            self._verify(ds, hash_, kept)
+        return kept
+
+    def _verify(self, ds: dict[str, Any], hash_: str, kept: NodeResults) -> None:
+        fresh = self._build(ds, hash_)
+        for attribute in ("results", "counts", "ws_unavailable", "sg_surging", "sg_available"):
+            if getattr(fresh, attribute) != getattr(kept, attribute):
+                self.mismatches.append(
+                    f"{self.key(ds)} {attribute}: kept {getattr(kept, attribute)!r}, "
+                    f"rebuilt {getattr(fresh, attribute)!r}"
+                )
 
     @staticmethod
     def key(ds: dict[str, Any]) -> str:
@@ -123,23 +205,22 @@ class DaemonSetSync:
             return
         if ds["metadata"].get("deletionTimestamp"):
             return
-        nodes = list(c.nodes.cache.values())
         # The current revision's hash, not one computed here: after a rollback it is the old
         # revision's, which the pods of that template still carry.
         current, old = await c.history.construct(ds)
         hash_ = revision_hash(current)
         if not c.expectations.satisfied(key):
-            await self.update_status(ds, nodes, hash_, observed_generation=False)
+            await self.update_status(ds, hash_, observed_generation=False)
             return
         error: Exception | None = None
         try:
-            await self.manage(ds, nodes, hash_)
+            await self.manage(ds, hash_)
             if c.expectations.satisfied(key) and self._rolling(ds):
-                await self.rolling_update(ds, nodes, hash_)
+                await self.rolling_update(ds, hash_)
             await c.history.cleanup(ds, old)
         except ApiError as failure:
             error = failure
-        await self.update_status(ds, nodes, hash_, observed_generation=True)
+        await self.update_status(ds, hash_, observed_generation=True)
         if error is not None:
             raise error
 
@@ -148,42 +229,63 @@ class DaemonSetSync:
         strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
         return bool(strategy.get("type", "RollingUpdate") == "RollingUpdate")
 
-    def nodes_to_pods(self, ds: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-        grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for pod in self.c.owned_pods(ds):
-            node = util.target_node_name(pod)
-            if node is not None:
-                grouped[node].append(pod)
-        return grouped
-
     # ---- manage -----------------------------------------------------------------------------
 
-    async def manage(self, ds: dict[str, Any], nodes: list[dict[str, Any]], hash_: str) -> None:
-        by_node = self.nodes_to_pods(ds)
+    async def manage(self, ds: dict[str, Any], hash_: str) -> None:
+        c = self.c
+        kept = self.results(ds, hash_)
         create: list[str] = []
         delete: list[str] = []
-        for node in nodes:
-            more, fewer = await self._pods_should_be_on_node(node, by_node, ds, hash_)
-            create += more
-            delete += fewer
-        # Unbound pods aimed at nodes that are gone: never scheduled, so PodGC cannot see them.
-        present = {n["metadata"]["name"] for n in nodes}
-        for node_name, pods in by_node.items():
-            if node_name not in present:
-                delete += [p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName")]
+        if kept.acting:
+            # In the node cache's order, as the full pass visited the nodes.
+            for name in [n for n in c.nodes.cache if n in kept.acting]:
+                result = kept.results[name]
+                if result.manage is None:  # a failed or succeeded pod: events, back-off
+                    more, fewer = self.pods_should_be_on_node(
+                        ds, hash_, name, result.should_run, True, c.pods_on_node(ds, name)
+                    )
+                else:
+                    more = [name] if result.manage[0] else []
+                    fewer = list(result.manage[1])
+                create += more
+                delete += fewer
+            gone = {n for n in kept.acting if n not in c.nodes.cache}
+            if gone:
+                # Nodes that are gone, in the order their pods come (as the full pass had them).
+                order = dict.fromkeys(
+                    t for p in c.owned_pods(ds) if (t := util.target_node_name(p)) in gone
+                )
+                for name in order:
+                    manage = kept.results[name].manage
+                    delete += list(manage[1]) if manage is not None else []
         await self.sync_nodes(ds, delete, create, hash_)
 
-    async def _pods_should_be_on_node(
+    def _pure_manage(
         self,
-        node: dict[str, Any],
-        by_node: dict[str, list[dict[str, Any]]],
         ds: dict[str, Any],
         hash_: str,
+        name: str,
+        should_run: bool,
+        should_continue: bool,
+        pods: list[dict[str, Any]],
+    ) -> Manage:
+        more, fewer = self.pods_should_be_on_node(
+            ds, hash_, name, should_run, should_continue, pods
+        )
+        return bool(more), tuple(fewer)
+
+    def pods_should_be_on_node(
+        self,
+        ds: dict[str, Any],
+        hash_: str,
+        name: str,
+        should_run: bool,
+        should_continue: bool,
+        pods: list[dict[str, Any]],
     ) -> tuple[list[str], list[str]]:
+        """``podsShouldBeOnNode``: nodes to create a pod on ([name] or []) and pods to delete.
+        Without side effects unless a live pod failed or succeeded (events, back-off)."""
         c = self.c
-        name = node["metadata"]["name"]
-        should_run, should_continue = c.should_run(node, ds)
-        pods = by_node.get(name)
         if should_run and not pods:
             return [name], []
         if not pods:
@@ -221,7 +323,7 @@ class DaemonSetSync:
                 delete.append(pod_name)
             else:
                 running.append(pod)
-        running.sort(key=_creation_order)
+        running.sort(key=creation_order)
         if not util.allows_surge(ds):
             # Every running pod but the oldest goes.
             return [], delete + [p["metadata"]["name"] for p in running[1:]]
@@ -316,57 +418,29 @@ class DaemonSetSync:
 
     # ---- rolling update -----------------------------------------------------------------------
 
-    async def rolling_update(
-        self, ds: dict[str, Any], nodes: list[dict[str, Any]], hash_: str
-    ) -> None:
-        c = self.c
-        by_node = self.nodes_to_pods(ds)
-        wanted = {n["metadata"]["name"] for n in nodes if c.should_run(n, ds)[0]}
-        for name in wanted:
-            by_node.setdefault(name, [])
-        max_surge = util.surge_count(ds, len(wanted))
-        max_unavailable = util.unavailable_count(ds, len(wanted))
+    async def rolling_update(self, ds: dict[str, Any], hash_: str) -> None:
+        """``rollingUpdate`` over the kept results (``Plan``'s pass, from its sums)."""
+        kept = self.results(ds, hash_)
+        wanted = kept.counts[0]  # the nodes that should run a pod
+        max_surge = util.surge_count(ds, wanted)
+        max_unavailable = util.unavailable_count(ds, wanted)
         if wanted and not max_surge and not max_unavailable:
             max_unavailable = 1  # neither set would never progress: upstream's default
-        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
-        plan = rollout.Plan(ds, by_node, hash_, min_ready, c.clock.now())
         if not max_surge:
-            await self.sync_nodes(ds, plan.without_surge(max_unavailable), [], hash_)
+            await self.sync_nodes(ds, kept.without_surge(max_unavailable), [], hash_)
             return
         # A node that is gone should not run a pod (upstream fails the sync on it instead).
-        surge = plan.with_surge(max_surge, len(wanted), wanted.__contains__)
+        surge = kept.with_surge(max_surge, wanted)
         await self.sync_nodes(ds, surge.delete, surge.create, hash_)
 
     # ---- status -------------------------------------------------------------------------------
 
     async def update_status(
-        self,
-        ds: dict[str, Any],
-        nodes: list[dict[str, Any]],
-        hash_: str,
-        *,
-        observed_generation: bool,
+        self, ds: dict[str, Any], hash_: str, *, observed_generation: bool
     ) -> None:
         c = self.c
-        by_node = self.nodes_to_pods(ds)
-        counts = dict.fromkeys(STATUS_FIELDS, 0)
+        counts = dict(zip(COUNTS, self.results(ds, hash_).counts, strict=True))
         min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
-        now = c.clock.now()
-        for node in nodes:
-            should_run, _ = c.should_run(node, ds)
-            pods = by_node.get(node["metadata"]["name"]) or []
-            if not should_run:
-                counts["numberMisscheduled"] += bool(pods)
-                continue
-            counts["desiredNumberScheduled"] += 1
-            if not pods:
-                continue
-            counts["currentNumberScheduled"] += 1
-            pod = sorted(pods, key=_creation_order)[0]
-            if util.is_pod_ready(pod):
-                counts["numberReady"] += 1
-                counts["numberAvailable"] += util.is_pod_available(pod, min_ready, now)
-            counts["updatedNumberScheduled"] += util.is_pod_updated(pod, hash_, ds)
         counts["numberUnavailable"] = counts["desiredNumberScheduled"] - counts["numberAvailable"]
         await self._store_status(ds, counts, observed_generation)
         if min_ready > 0 and counts["numberReady"] != counts["numberAvailable"]:
