@@ -77,9 +77,25 @@ class Conflict:
 
 def _element_key(field: str, item: Any) -> str | None:
     key = MERGE_KEYS.get(field)
-    if key is None or not isinstance(item, Mapping) or key not in item:
+    if key is None or not isinstance(item, dict) or key not in item:
         return None
-    return "k:" + json.dumps({key: item[key]}, separators=(",", ":"))
+    # MERGE_KEYS' names are plain ASCII: only the value can need escaping.
+    return 'k:{"' + key + '":' + _json(item[key]) + "}"
+
+
+def _json(value: Any) -> str:
+    """``json.dumps(value, separators=(",", ":"))``, without the encoder for the values
+    keys and set elements almost always are (names, numbers): a plain ASCII string and an
+    int render as json.dumps renders them (it escapes quotes, backslashes and anything
+    outside space to tilde, which such a string does not have)."""
+    kind = type(value)
+    if kind is str:
+        text: str = value
+        if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+            return '"' + text + '"'
+    elif kind is int:
+        return str(value)
+    return json.dumps(value, separators=(",", ":"))
 
 
 def fields_of(obj: Mapping[str, Any], *, skip_status: bool = False) -> dict[FieldPath, Any]:
@@ -118,7 +134,7 @@ def _walk(path: FieldPath, field: str, value: Any, leaves: dict[FieldPath, Any])
             return
     if isinstance(value, list) and field in MERGE_PRIMITIVE_LISTS:
         for item in value:
-            leaves[(*path, "v:" + json.dumps(item, separators=(",", ":")))] = item
+            leaves[(*path, "v:" + _json(item))] = item
         return
     leaves[path] = value
 
@@ -234,7 +250,7 @@ def _from_fields_v1(tree: Mapping[str, Any], prefix: FieldPath = ()) -> set[Fiel
     paths: set[FieldPath] = set()
     for key, child in tree.items():
         path = (*prefix, key)
-        if isinstance(child, Mapping) and child:
+        if isinstance(child, dict) and child:
             paths |= _from_fields_v1(child, path)
         else:
             paths.add(path)
@@ -320,13 +336,25 @@ def _in_upstream_order(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(entries, key=key)
 
 
+#: Entry times already read: every write sorts its object's entries by them, and the same
+#: few instants recur (bounded: cleared when full).
+_SECONDS: dict[str, int] = {}
+
+
 def _seconds(time: Any) -> int:
     if not isinstance(time, str) or not time:
         return 0
+    known = _SECONDS.get(time)
+    if known is not None:
+        return known
     try:
-        return int(datetime.fromisoformat(time).timestamp())
+        seconds = int(datetime.fromisoformat(time).timestamp())
     except ValueError:
-        return 0
+        seconds = 0
+    if len(_SECONDS) >= 4096:
+        _SECONDS.clear()
+    _SECONDS[time] = seconds
+    return seconds
 
 
 def managed_fields_base(sent: Any, live: Any, *, from_request: bool) -> list[dict[str, Any]]:

@@ -314,7 +314,7 @@ def _check_struct(
             child_path,
             key,
             report,
-            before if isinstance(before, Mapping) else None,
+            before if isinstance(before, dict) else None,
         )
         if item is None and _omits_null(key, prop, required):
             omitted.append(key)
@@ -499,7 +499,7 @@ def _omit_in_struct(value: dict[str, Any], name: str, baseline: Mapping[str, Any
             if key not in required and prop.get("type") in ("object", "array"):
                 empty.append(key)
             continue
-        _omit_in_value(item, prop, before if isinstance(before, Mapping) else None)
+        _omit_in_value(item, prop, before if isinstance(before, dict) else None)
     for key in empty:
         del value[key]
 
