@@ -122,6 +122,11 @@ def _ready_condition(node: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+#: The event the ReplicaSet, DaemonSet and Job controllers record for each pod they delete.
+SUCCESSFUL_DELETE = "SuccessfulDelete"
+_DELETED_POD = "Deleted pod: "
+
+
 class Recorder:
     """Pods and nodes of a cluster, and every change to them once armed."""
 
@@ -148,9 +153,14 @@ class Recorder:
             clock=clock,
         )
         self.nodes = Informer(client, NODES, on_update=self._node_updated, clock=clock)
-        #: Events say who deleted a pod when no DisruptionTarget condition does.
-        self.events = Informer(client, EVENTS, clock=clock)
+        #: Events say who deleted a pod when no DisruptionTarget condition does: only those
+        #: (a cluster's every Scheduled, Pulled, Started… would be decoded and kept for nothing).
+        self.events = Informer(
+            client, EVENTS, field_selector=f"reason={SUCCESSFUL_DELETE}", clock=clock
+        )
         self._tasks: list[asyncio.Task[None]] = []
+        self._deleter_index: dict[str, str] | None = None
+        self._deleter_version: tuple[str, int] | None = None
 
     async def start(self) -> None:
         informers = (self.pods, self.nodes, self.events)
@@ -162,16 +172,24 @@ class Recorder:
     def deleted_by(self, key: str) -> str:
         """The controller whose event says it deleted the pod (``SuccessfulDelete``, as the
         ReplicaSet, DaemonSet and Job controllers record), as "Kind name"; "" if none did."""
-        namespace, _, name = key.partition("/")
-        for event in self.events.cache.values():
-            if (
-                event.get("reason") == "SuccessfulDelete"
-                and event.get("message") == f"Deleted pod: {name}"
-                and event["metadata"].get("namespace") == namespace
-            ):
+        return self._deleters().get(key, "")
+
+    def _deleters(self) -> dict[str, str]:
+        """Pod key to its deleter, from the events as the informer has them now: built once
+        per change of its cache, not walked once per pod asked about (a report asks about
+        every pod of the tainted nodes)."""
+        version = (self.events.resource_version, len(self.events.cache))
+        if self._deleter_index is None or self._deleter_version != version:
+            index: dict[str, str] = {}
+            for event in self.events.cache.values():
+                message = str(event.get("message") or "")
+                if event.get("reason") != SUCCESSFUL_DELETE or not message.startswith(_DELETED_POD):
+                    continue
+                key = f"{event['metadata'].get('namespace')}/{message[len(_DELETED_POD) :]}"
                 involved = event.get("involvedObject") or {}
-                return f"{involved.get('kind')} {involved.get('name')}"
-        return ""
+                index.setdefault(key, f"{involved.get('kind')} {involved.get('name')}")
+            self._deleter_index, self._deleter_version = index, version
+        return self._deleter_index
 
     def named_deleters(self) -> list[Happening]:
         """The timeline, with the deleter named where the pod's update did not say."""

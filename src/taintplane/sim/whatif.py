@@ -263,11 +263,14 @@ async def run_what_if(
                 not_simulated=not_restored(objects),
                 warnings=restarted_countdowns(objects, plan),
             )
+            # The budgets apart once: each affected pod is matched against them, not against
+            # every object of the snapshot.
+            budgets = [o for o in objects if o.get("kind") == "PodDisruptionBudget"]
             for pod in before:
                 node_taints_before = taints_before[pod["spec"]["nodeName"]]
                 report.affected.append(
                     running_pod_outcome(
-                        pod, recorder, objects, node_taints_before, started=began, end=end
+                        pod, recorder, budgets, node_taints_before, started=began, end=end
                     )
                 )
             for pod in terminating:
