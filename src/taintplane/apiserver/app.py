@@ -24,6 +24,7 @@ from taintplane.apiserver import codec, discovery, fairness
 from taintplane.apiserver.admission_hook import create_system_priority_classes, install_admission
 from taintplane.apiserver.auth.guard import LOOPBACK, SCOPE_USER, Guard
 from taintplane.apiserver.body_limits import limited_receive
+from taintplane.apiserver.cached_request import CachedRequest
 from taintplane.apiserver.conversion import VIEWS, View
 from taintplane.apiserver.fairness import Fairness
 from taintplane.apiserver.handlers import ResourceHandlers, json_response
@@ -179,7 +180,7 @@ class APIServer:
         if scope["type"] != "http":
             return
         # A body past the limit is refused as it arrives, never read whole into memory.
-        response = await self.dispatch(Request(scope, limited_receive(receive)))
+        response = await self.dispatch(CachedRequest(scope, limited_receive(receive)))
         await response(scope, receive, send)
 
     async def _batch(self, scope: Scope, send: Send) -> None:

@@ -132,6 +132,25 @@ class HTTPTransport:
         await self._client.aclose()
 
 
+#: Query strings already encoded: components send the same few parameters (their
+#: ``fieldManager``) with every request (bounded: cleared when full).
+_QUERY_STRINGS: dict[tuple[tuple[str, str], ...], bytes] = {}
+
+
+def _query_string(params: Mapping[str, str]) -> bytes:
+    """``urlencode(params).encode()``, encoded once per distinct set of parameters."""
+    key = tuple(params.items())
+    try:
+        encoded = _QUERY_STRINGS.get(key)
+    except TypeError:  # a value that is no string (unhashable): encoded as it comes
+        return urlencode(params).encode()
+    if encoded is None:
+        if len(_QUERY_STRINGS) >= 1024:
+            _QUERY_STRINGS.clear()
+        encoded = _QUERY_STRINGS[key] = urlencode(params).encode()
+    return encoded
+
+
 class InProcessTransport:
     """Calls an ASGI application in this process, as an HTTP server would."""
 
@@ -151,7 +170,7 @@ class InProcessTransport:
             "path": path,
             "raw_path": path.encode(),
             "root_path": "",
-            "query_string": urlencode(params).encode() if params else b"",
+            "query_string": _query_string(params) if params else b"",
             "headers": [
                 (b"content-type", content_type.encode()),
                 (b"user-agent", self._user_agent),
