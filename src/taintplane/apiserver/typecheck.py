@@ -237,13 +237,25 @@ def check_object(
 @dataclass(frozen=True)
 class _StructInfo:
     """What the walk needs of a struct, looked up once: its Go name, properties, required
-    fields, quantity fields (True for a pointer) and time fields (True for a MicroTime)."""
+    fields, quantity fields (True for a pointer), time fields (True for a MicroTime) and,
+    for the plain scalar fields, the JSON types that need no look at the schema."""
 
     struct: str
     properties: dict[str, Any]
     required: frozenset[str]
     quantities: dict[str, bool]
     times: dict[str, bool]
+    scalars: dict[str, frozenset[type]]
+
+
+#: The Python types a decoded JSON value has when it is what a scalar schema type wants
+#: (bool is not an integer here, as in Go). Any other value takes the full check.
+_SCALAR_TYPES = {
+    "string": frozenset({str}),
+    "integer": frozenset({int}),
+    "boolean": frozenset({bool}),
+    "number": frozenset({int, float}),
+}
 
 
 @cache
@@ -263,6 +275,11 @@ def _struct_info(name: str) -> _StructInfo | None:
             for field, prop in properties.items()
             if prop.get("format") == "date-time"
         },
+        {
+            field: _SCALAR_TYPES[prop["type"]]
+            for field, prop in properties.items()
+            if prop and _ref(prop) is None and prop.get("type") in _SCALAR_TYPES
+        },
     )
 
 
@@ -277,7 +294,7 @@ def _check_struct(
     if info is None:
         return
     struct, properties, required = info.struct, info.properties, info.required
-    quantities = info.quantities
+    quantities, scalars, duplicates = info.quantities, info.scalars, report.duplicates
     unknown: list[str] = []
     omitted: list[str] = []
     for key, item in report.items(value):
@@ -297,7 +314,8 @@ def _check_struct(
                 report.problems.append(f'unknown field "{strict}"')
                 unknown.append(key)
             continue
-        report.note_duplicate(child_path)
+        if duplicates:
+            report.note_duplicate(child_path)
         if quantities and key in quantities:
             if _quantity_field(value, key, item, pointer=quantities[key]):
                 omitted.append(key)
@@ -307,6 +325,9 @@ def _check_struct(
                 continue
         if isinstance(item, str) and key in info.times:
             item = value[key] = _canonical_time(item, micro=info.times[key])
+        wanted = scalars.get(key)
+        if wanted is not None and type(item) in wanted:
+            continue  # what _check_value would find: nothing to do, and not null
         _check_value(
             item,
             prop,
@@ -417,6 +438,7 @@ def _check_value(
         if not isinstance(value, list):
             raise _fail(value, struct, path, schema)
         items = schema.get("items") or {}
+        wanted = _scalar_types(items)
         for i, item in enumerate(value):
             if item is None:
                 # A null element decodes as the element type's zero value ("", 0, false, an
@@ -426,6 +448,8 @@ def _check_value(
                 if zero is not None:
                     value[i] = zero
                 continue
+            if wanted is not None and type(item) in wanted:
+                continue  # a plain scalar of the element's type: nothing to find
             _check_value(item, items, struct, (path, _INDEX, i), key, report)
     elif kind == "object":
         if not isinstance(value, dict):
@@ -433,9 +457,11 @@ def _check_value(
         inner = schema.get("additionalProperties")
         if isinstance(inner, dict):
             quantities = key in QUANTITY_MAPS and _is_plain_string(inner)
+            wanted = _scalar_types(inner)
             for name, item in report.items(value):
                 item_path = (path, _MAP_KEY, name)
-                report.note_duplicate(item_path)
+                if report.duplicates:
+                    report.note_duplicate(item_path)
                 if item is None:
                     # a map's null value decodes as the element's zero value
                     if quantities:
@@ -446,6 +472,8 @@ def _check_value(
                 if quantities and _is_scalar_quantity(item):
                     value[name] = _canonical_or_same(item)
                     continue
+                if wanted is not None and type(item) in wanted:
+                    continue  # a plain scalar of the value's type: nothing to find
                 _check_value(item, inner, struct, item_path, key, report)
     elif (
         (kind == "string" and not isinstance(value, str))
@@ -454,6 +482,23 @@ def _check_value(
         or (kind == "number" and (isinstance(value, bool) or not isinstance(value, int | float)))
     ):
         raise _fail(value, struct, path, schema)
+
+
+_SCALARS_OF: dict[int, frozenset[type] | None] = {}
+
+
+def _scalar_types(schema: dict[str, Any]) -> frozenset[type] | None:
+    """For a scalar schema (no reference), the types its values need no further look at;
+    memoized by identity, as :func:`_ref` (the schemas never change)."""
+    if not schema:
+        return None  # untyped, or an empty stand-in built on the fly (never cached)
+    key = id(schema)
+    if key not in _SCALARS_OF:
+        kind = schema.get("type")
+        _SCALARS_OF[key] = (
+            _SCALAR_TYPES[kind] if _ref(schema) is None and kind in _SCALAR_TYPES else None
+        )
+    return _SCALARS_OF[key]
 
 
 def _zero_element(schema: dict[str, Any]) -> Any:
