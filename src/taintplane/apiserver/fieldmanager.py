@@ -30,6 +30,7 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 import orjson
@@ -225,16 +226,92 @@ def _empty_object(new: Mapping[str, Any]) -> dict[str, Any]:
     object, which has metadata, spec and status (Go structs, never omitted) and, in spec,
     the fields encoded even when empty (the schema's required ones, such as a pod's
     containers: null)."""
-    empty: dict[str, Any] = {"metadata": {}, "spec": {}, "status": {}}
     api_version = str(new.get("apiVersion", ""))
+    required = _required_in_spec(api_version, str(new.get("kind")))
+    return {"metadata": {}, "spec": dict.fromkeys(required), "status": {}}
+
+
+@cache
+def _required_in_spec(api_version: str, kind_name: str) -> tuple[str, ...]:
     group_version = api_version if "/" in api_version else "/" + api_version
     known = schemas()
-    kind = known["schemas"].get(known["kinds"].get(f"{group_version}/{new.get('kind')}", ""), {})
+    kind = known["schemas"].get(known["kinds"].get(f"{group_version}/{kind_name}", ""), {})
     spec: dict[str, Any] = kind.get("properties", {}).get("spec") or {}
     ref = next((str(p["$ref"]) for p in [spec, *spec.get("allOf", [])] if "$ref" in p), "")
-    required = known["schemas"].get(ref.rsplit("/", 1)[-1], {}).get("required", [])
-    empty["spec"] = dict.fromkeys(required)
-    return empty
+    return tuple(known["schemas"].get(ref.rsplit("/", 1)[-1], {}).get("required", []))
+
+
+def _created_fields(new: Mapping[str, Any], skip_status: bool) -> set[FieldPath]:
+    """What a create changes: ``_compare(new, None, ...)``'s first set (every owned leaf of
+    ``new``, and the ``.`` of every node the kind's empty object does not have), in one
+    walk of the object instead of a walk for the leaves and one for the nodes."""
+    empty = _empty_object(new)
+    out: set[FieldPath] = set()
+    for key, value in new.items():
+        if key in ("apiVersion", "kind") or (skip_status and key == "status"):
+            continue
+        path = ("f:" + key,)
+        if key == "metadata" and isinstance(value, Mapping):
+            # Metadata owns fewer leaves than nodes it may create (name and namespace):
+            # the two walks, as _compare does them, on what is small anyway.
+            owned = {
+                k: v
+                for k, v in value.items()
+                if k not in _SYSTEM_METADATA and k not in ("name", "namespace")
+            }
+            if owned:
+                leaves: dict[FieldPath, Any] = {}
+                _walk(path, key, owned, leaves)
+                out.update(leaves)
+            created = {k: v for k, v in value.items() if k not in _SYSTEM_METADATA}
+            _created_walk(path, key, created, empty.get(key), key in empty, out)
+            continue
+        _leaves_and_created(path, key, value, empty.get(key), key in empty, out)
+    return out
+
+
+def _leaves_and_created(
+    path: FieldPath, field: str, value: Any, old: Any, present: bool, out: set[FieldPath]
+) -> None:
+    """``_walk``'s leaves and ``_created_walk``'s nodes of ``value`` at once (their
+    branches are the same but for the ``.`` of a node ``old`` lacks)."""
+    if isinstance(value, dict) and value:
+        if not present:
+            out.add((*path, "."))
+        before = old if isinstance(old, dict) else {}
+        for key, item in value.items():
+            _leaves_and_created((*path, "f:" + key), key, item, before.get(key), key in before, out)
+        return
+    if isinstance(value, list) and value and field in MERGE_KEYS:
+        keys = [_element_key(field, item) for item in value]
+        if all(keys):
+            if not present:
+                out.add((*path, "."))
+            before_items = (
+                {_element_key(field, item): item for item in old or []} if present else {}
+            )
+            for element, item in zip(keys, value, strict=True):
+                assert element is not None
+                out.add((*path, element, "."))
+                was = before_items.get(element)
+                had_item: Mapping[str, Any] = was if isinstance(was, dict) else {}
+                for key, inner in item.items():
+                    _leaves_and_created(
+                        (*path, element, "f:" + key),
+                        key,
+                        inner,
+                        had_item.get(key),
+                        key in had_item,
+                        out,
+                    )
+            return
+    if isinstance(value, list) and field in MERGE_PRIMITIVE_LISTS:
+        for item in value:
+            out.add((*path, "v:" + _json(item)))
+        if value and not present:
+            out.add((*path, "."))
+        return
+    out.add(path)
 
 
 def to_fields_v1(paths: Iterator[FieldPath] | list[FieldPath]) -> dict[str, Any]:
@@ -528,9 +605,8 @@ def _compare(
     """structured-merge-diff's Compare of ``old`` (a create: the kind's empty object) with
     ``new``: the paths modified or added, and those removed."""
     if old is None:
-        new_part, old_part = dict(new), _empty_object(new)
-    else:
-        new_part, old_part = _changed_subtrees(new, old)
+        return _created_fields(new, skip_status), set()
+    new_part, old_part = _changed_subtrees(new, old)
     after = fields_of(new_part, skip_status=skip_status)
     before = fields_of(old_part, skip_status=skip_status) if old is not None else {}
     changed = {p for p, v in after.items() if p not in before or before[p] != v}
