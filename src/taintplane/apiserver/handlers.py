@@ -221,6 +221,8 @@ class ResourceHandlers:
                 field_validation=self._field_validation(request),
                 manager=self._manager(request),
                 notes=await self._body_notes(request),
+                # decoded for this request alone (a converted body may be read again)
+                owned=not _converted(request),
             )
             return json_response(created, 201)
         if verb == "update":
@@ -235,6 +237,7 @@ class ResourceHandlers:
                 field_validation=self._field_validation(request),
                 manager=self._manager(request),
                 notes=await self._body_notes(request),
+                owned=not _converted(request),
             )
             return json_response(updated)
         if verb == "patch":

@@ -112,8 +112,11 @@ class Registry(RegistryReads):
         manager: str = "",
         apply: Apply | None = None,
         notes: DecodeNotes = NO_NOTES,
+        owned: bool = False,
     ) -> dict[str, Any]:
-        obj: dict[str, Any] = await offload(clone, body)
+        """``owned``: the caller hands ``body`` over (a request body it decoded and no
+        longer reads), so it is changed in place rather than copied first."""
+        obj: dict[str, Any] = body if owned else await offload(clone, body)
         await offload(check_type, resource, obj, field_validation, notes=notes)
         metadata = meta(obj)
         if resource.namespaced:
@@ -219,8 +222,9 @@ class Registry(RegistryReads):
         field_validation: str = "Warn",
         manager: str = "",
         notes: DecodeNotes = NO_NOTES,
+        owned: bool = False,
     ) -> dict[str, Any]:
-        new: dict[str, Any] = clone(body)
+        new: dict[str, Any] = body if owned else clone(body)  # ``owned``: as for create
         # The stored object is read first so that the type check skips the parts the body
         # leaves as stored (a status write sends the whole object back): they were checked
         # when written, and only the same JSON is skipped. Duplicate fields are found where
