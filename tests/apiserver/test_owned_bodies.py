@@ -41,18 +41,18 @@ def test_owned_and_copied_bodies_store_the_same(tmp_path: Path) -> None:
                 return obj
 
             assert same(copied) == same(owned)
-            update = copy.deepcopy(owned)
-            del update["metadata"]["resourceVersion"]  # unconditional updates
-            update["metadata"]["labels"] = {"k": "w"}
-            kept_update = copy.deepcopy(update)
-            after = await registry.update(nodes, "", "owned", kept_update, manager="m")
-            assert kept_update == update
-            update["metadata"]["labels"] = {"k": "x"}
-            after_owned = await registry.update(nodes, "", "owned", update, manager="m", owned=True)
-            assert after_owned["metadata"]["labels"] == {"k": "x"}
-            assert (
-                same(after_owned)["metadata"]["managedFields"]
-                == same(after)["metadata"]["managedFields"]
-            )
+            # The same update of each: one handed over, one kept by the caller.
+            results = []
+            for name, hand_over in (("kept", False), ("owned", True)):
+                update = body(name)
+                update["metadata"]["labels"] = {"k": "w"}
+                sent = copy.deepcopy(update)
+                results.append(
+                    await registry.update(nodes, "", name, update, manager="m", owned=hand_over)
+                )
+                if not hand_over:
+                    assert update == sent
+            assert same(results[0]) == same(results[1])
+            assert results[1]["metadata"]["labels"] == {"k": "w"}
 
     asyncio.run(main())
