@@ -69,10 +69,13 @@ class Path:
         return path
 
     def child(self, name: str, *more: str) -> Path:
-        parts = [*self.parts]
+        parts = self.parts
+        if not more:  # the usual call: one name (validation builds a path per field)
+            return Path((*parts, "." + name) if parts else (name,))
+        grown = [*parts]
         for part in (name, *more):
-            parts.append(("." + part) if parts else part)
-        return Path(tuple(parts))
+            grown.append(("." + part) if grown else part)
+        return Path(tuple(grown))
 
     def index(self, i: int) -> Path:
         return Path((*self.parts, f"[{i}]"))

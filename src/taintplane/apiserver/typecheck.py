@@ -297,7 +297,7 @@ def _check_struct(
     quantities, scalars, duplicates = info.quantities, info.scalars, report.duplicates
     unknown: list[str] = []
     omitted: list[str] = []
-    for key, item in report.items(value):
+    for key, item in sorted(value.items()) if report.sorted_walk else value.items():
         before = baseline.get(key, _MISSING) if baseline is not None else _MISSING
         if (
             before is not _MISSING
