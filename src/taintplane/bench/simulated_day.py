@@ -91,6 +91,11 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--hours", type=float, default=24)
     parser.add_argument("--profile", help="write a cProfile of the run to this file")
+    parser.add_argument(
+        "--rest-at-samples",
+        action="store_true",
+        help="stop the clock at each of the 200 chart samples, as simulate did before",
+    )
     args = parser.parse_args()
     played = parse_scenario(_within(scenario(args.nodes, args.pods, args.hours), args.hours))
     began, cpu = time.perf_counter(), time.process_time()
@@ -111,7 +116,9 @@ def main() -> None:
     profiler = cProfile.Profile() if args.profile else None
     if profiler is not None:
         profiler.enable()
-    report = asyncio.run(run_scenario(played, progress=progress))
+    report = asyncio.run(
+        run_scenario(played, progress=progress, rest_at_samples=args.rest_at_samples)
+    )
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(args.profile)
