@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from taintplane.controllers import daemonset_util as util
+from taintplane.controllers.daemonset_kept import KeptResults
 from taintplane.controllers.daemonset_nodes import NodeResults, creation_order, evaluate
 from taintplane.controllers.daemonset_rollout import Plan
-from taintplane.controllers.daemonset_sync import DaemonSetSync
 from tests.controllers import test_daemonset, test_daemonset_history, test_daemonset_surge
 from tests.controllers.harness import PODS, Sim
 from tests.controllers.test_daemonset import add_node, create_ds, make_ds, placement, run
@@ -38,12 +38,12 @@ SCENARIOS: list[Callable[[Path], None]] = [
 
 @pytest.fixture
 def cross_check() -> Iterator[list[str]]:
-    DaemonSetSync.verify = True
-    DaemonSetSync.mismatches.clear()
+    KeptResults.verify = True
+    KeptResults.mismatches.clear()
     try:
-        yield DaemonSetSync.mismatches
+        yield KeptResults.mismatches
     finally:
-        DaemonSetSync.verify = False
+        KeptResults.verify = False
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__)
@@ -172,7 +172,7 @@ def test_one_pods_change_costs_the_sync_one_node(
         looked_at.append(name)
         return original(name, *args, **kwargs)
 
-    monkeypatch.setattr("taintplane.controllers.daemonset_sync.evaluate", counting)
+    monkeypatch.setattr("taintplane.controllers.daemonset_kept.evaluate", counting)
 
     async def scenario(sim: Sim) -> None:
         for i in range(30):

@@ -154,7 +154,7 @@ class DaemonSetController:
         """Whatever happened to a daemon pod, its DaemonSet looks at its node again."""
         owner = _owner_uid(pod)
         if owner:
-            self.syncer.mark(owner[0], util.target_node_name(pod))
+            self.syncer.kept.mark(owner[0], util.target_node_name(pod))
 
     def _enqueue(self, ds: dict[str, Any]) -> None:
         meta = ds["metadata"]
@@ -181,7 +181,7 @@ class DaemonSetController:
         key = f"{meta['namespace']}/{meta['name']}"
         self.expectations.delete(key)
         uid = str(meta.get("uid", ""))
-        self.syncer.forget(uid)
+        self.syncer.kept.forget(uid)
         for remembered in [k for k in self._should_run if k[0] == uid]:
             del self._should_run[remembered]
         self.queue.add(key)
@@ -276,7 +276,7 @@ class DaemonSetController:
             self._enqueue(ds)
 
     def _node_added(self, node: dict[str, Any]) -> None:
-        self.syncer.mark_node(node["metadata"]["name"])
+        self.syncer.kept.mark_node(node["metadata"]["name"])
         for ds in list(self.daemonsets.cache.values()):
             if self.should_run(node, ds)[0]:
                 self._enqueue(ds)
@@ -286,14 +286,14 @@ class DaemonSetController:
         # garbage collector's to remove.
         if _ignore_node_update(old, new):
             return  # nothing a DaemonSet decides on changed: its kept results stand
-        self.syncer.mark_node(new["metadata"]["name"])
+        self.syncer.kept.mark_node(new["metadata"]["name"])
         for ds in list(self.daemonsets.cache.values()):
             if self.should_run(old, ds) != self.should_run(new, ds):
                 self._enqueue(ds)
 
     def _node_deleted(self, node: dict[str, Any]) -> None:
         # Not a reason to sync (as upstream), but the node's kept results are stale.
-        self.syncer.mark_node(node["metadata"]["name"])
+        self.syncer.kept.mark_node(node["metadata"]["name"])
 
     # ---- running ------------------------------------------------------------------------------
 

@@ -212,7 +212,7 @@ class NodeResults:
     sg_surging: int = 0
     sg_available: int = 0
     existing: int = 0
-    #: Nodes in each category (a dict used as an ordered set is not needed: sorted on use).
+    #: The nodes in each category (sorted by name where a pass needs its order).
     acting: set[str] = field(default_factory=set)
     volatile: set[str] = field(default_factory=set)
     ws_replace: set[str] = field(default_factory=set)

@@ -18,14 +18,8 @@ from taintplane.clock import Clock
 from taintplane.controllers import daemonset_rollout as rollout
 from taintplane.controllers import daemonset_util as util
 from taintplane.controllers.daemonset_history import revision_hash
-from taintplane.controllers.daemonset_nodes import (
-    COUNTS,
-    Manage,
-    NodeResult,
-    NodeResults,
-    creation_order,
-    evaluate,
-)
+from taintplane.controllers.daemonset_kept import KeptResults
+from taintplane.controllers.daemonset_nodes import COUNTS, Manage, creation_order
 
 if TYPE_CHECKING:
     from taintplane.controllers.daemonset import DaemonSetController
@@ -89,95 +83,10 @@ def _phase(pod: dict[str, Any]) -> str:
 
 
 class DaemonSetSync:
-    #: Tests set this: every pass also rebuilds the per-node results from scratch and records
-    #: any difference from the kept ones in ``mismatches``.
-    verify = False
-    mismatches: list[str] = []  # noqa: RUF012 - shared on purpose, read by tests
-
     def __init__(self, controller: DaemonSetController) -> None:
         self.c = controller
-        #: DaemonSet uid → its kept per-node results.
-        self.kept: dict[str, NodeResults] = {}
-
-    # ---- per-node results -----------------------------------------------------------------
-
-    def mark(self, ds_uid: str, node: str | None) -> None:
-        """The DaemonSet's pods on ``node`` changed: look at the node again next pass."""
-        kept = self.kept.get(ds_uid)
-        if kept is not None and node is not None:
-            kept.dirty.add(node)
-
-    def mark_node(self, node: str) -> None:
-        for kept in self.kept.values():
-            kept.dirty.add(node)
-
-    def forget(self, ds_uid: str) -> None:
-        self.kept.pop(ds_uid, None)
-
-    @staticmethod
-    def _basis(ds: dict[str, Any], hash_: str) -> tuple[Any, ...]:
-        meta = ds["metadata"]
-        annotation = (meta.get("annotations") or {}).get(util.TEMPLATE_GENERATION_ANNOTATION)
-        return (meta.get("uid"), meta.get("generation"), hash_, annotation)
-
-    def _evaluate(self, ds: dict[str, Any], hash_: str, name: str) -> NodeResult | None:
-        c = self.c
-        node = c.nodes.cache.get(name)
-        pods = c.pods_on_node(ds, name)
-        if node is None and not pods:
-            return None
-        return evaluate(
-            name,
-            node,
-            pods,
-            ds,
-            hash_,
-            c.clock.now(),
-            lambda n: c.should_run(n, ds),
-            lambda node_name, run, keep, on_node: self._pure_manage(
-                ds, hash_, node_name, run, keep, on_node
-            ),
-        )
-
-    def _build(self, ds: dict[str, Any], hash_: str) -> NodeResults:
-        c = self.c
-        kept = NodeResults(self._basis(ds, hash_))
-        names = dict.fromkeys(c.nodes.cache)
-        for pod in c.owned_pods(ds):
-            target = util.target_node_name(pod)
-            if target is not None:
-                names[target] = None
-        for name in names:
-            kept.put(name, self._evaluate(ds, hash_, name))
-        return kept
-
-    def results(self, ds: dict[str, Any], hash_: str) -> NodeResults:
-        """The DaemonSet's per-node results, brought up to date: the dirty and volatile nodes
-        looked at again, everything rebuilt when the DaemonSet's basis changed (or, as a
-        safety net, when the count of nodes disagrees with the node cache)."""
-        uid = str(ds["metadata"].get("uid", ""))
-        kept = self.kept.get(uid)
-        if kept is None or kept.basis != self._basis(ds, hash_):
-            kept = self.kept[uid] = self._build(ds, hash_)
-        else:
-            again = kept.dirty | kept.volatile
-            kept.dirty = set()
-            for name in again:
-                kept.put(name, self._evaluate(ds, hash_, name))
-            if kept.existing != len(self.c.nodes.cache):
-                kept = self.kept[uid] = self._build(ds, hash_)
-        if self.verify:
-            self._verify(ds, hash_, kept)
-        return kept
-
-    def _verify(self, ds: dict[str, Any], hash_: str, kept: NodeResults) -> None:
-        fresh = self._build(ds, hash_)
-        for attribute in ("results", "counts", "ws_unavailable", "sg_surging", "sg_available"):
-            if getattr(fresh, attribute) != getattr(kept, attribute):
-                self.mismatches.append(
-                    f"{self.key(ds)} {attribute}: kept {getattr(kept, attribute)!r}, "
-                    f"rebuilt {getattr(fresh, attribute)!r}"
-                )
+        #: Every DaemonSet's per-node results, kept between syncs.
+        self.kept = KeptResults(controller, self._pure_manage)
 
     @staticmethod
     def key(ds: dict[str, Any]) -> str:
@@ -233,7 +142,7 @@ class DaemonSetSync:
 
     async def manage(self, ds: dict[str, Any], hash_: str) -> None:
         c = self.c
-        kept = self.results(ds, hash_)
+        kept = self.kept.results(ds, hash_)
         create: list[str] = []
         delete: list[str] = []
         if kept.acting:
@@ -420,7 +329,7 @@ class DaemonSetSync:
 
     async def rolling_update(self, ds: dict[str, Any], hash_: str) -> None:
         """``rollingUpdate`` over the kept results (``Plan``'s pass, from its sums)."""
-        kept = self.results(ds, hash_)
+        kept = self.kept.results(ds, hash_)
         wanted = kept.counts[0]  # the nodes that should run a pod
         max_surge = util.surge_count(ds, wanted)
         max_unavailable = util.unavailable_count(ds, wanted)
@@ -439,7 +348,7 @@ class DaemonSetSync:
         self, ds: dict[str, Any], hash_: str, *, observed_generation: bool
     ) -> None:
         c = self.c
-        counts = dict(zip(COUNTS, self.results(ds, hash_).counts, strict=True))
+        counts = dict(zip(COUNTS, self.kept.results(ds, hash_).counts, strict=True))
         min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
         counts["numberUnavailable"] = counts["desiredNumberScheduled"] - counts["numberAvailable"]
         await self._store_status(ds, counts, observed_generation)
