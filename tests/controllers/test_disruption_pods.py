@@ -1,12 +1,16 @@
 """A budget's pods kept by pod events (issue 16) give the status a sync over every pod of the
 namespace gives: the same matching pods, healthy count, expected and desired counts, unmanaged
 warning and sync failure, whatever pods come, change labels, owners, readiness and deletion,
-and go."""
+and go. Every budget scenario of the other test modules also runs with a cross-check that
+rebuilds the kept pods from the namespace at every sync and records any difference."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +19,7 @@ from taintplane.client import object_key
 from taintplane.controllers.disruption_pods import BudgetPods
 from taintplane.controllers.disruption_scale import SyncError, expected_pods
 from taintplane.controllers.workloads import is_pod_ready
+from tests.controllers import test_disruption, test_disruption_status
 
 NAMES = [f"p{i}" for i in range(8)]
 OWNERS = [None, "rs-a", "rs-b", "rs-gone"]
@@ -108,3 +113,30 @@ def test_kept_pods_count_as_a_walk_of_the_namespace(
     assert rebuilt is not None
     assert set(rebuilt.pods) == set(kept.pods)
     assert rebuilt.healthy_base == kept.healthy_base
+
+
+SCENARIOS: list[Callable[..., None]] = [
+    getattr(module, name)
+    for module in (test_disruption, test_disruption_status)
+    for name in dir(module)
+    if name.startswith("test_")
+]
+
+
+@pytest.fixture
+def cross_check() -> Iterator[list[str]]:
+    BudgetPods.verify = True
+    BudgetPods.mismatches.clear()
+    try:
+        yield BudgetPods.mismatches
+    finally:
+        BudgetPods.verify = False
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__)
+def test_kept_pods_equal_the_namespaces_in_every_scenario(
+    scenario: Callable[..., None], request: pytest.FixtureRequest, cross_check: list[str]
+) -> None:
+    arguments = inspect.signature(scenario).parameters
+    scenario(**{name: request.getfixturevalue(name) for name in arguments})
+    assert cross_check == []

@@ -133,6 +133,10 @@ class DisruptionController:
                 budgets.pop(key, None)
                 return None
             budgets[key] = found
+        elif BudgetPods.verify:
+            fresh = BudgetPods.build(pdb, self.pods.by_index(NAMESPACE_INDEX, namespace))
+            if fresh is None or not fresh.same_as(found):
+                BudgetPods.mismatches.append(f"{key}: kept {found!r}, rebuilt {fresh!r}")
         return found
 
     def _pod_changed(self, pod: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ with it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from taintplane.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
 from taintplane.client import object_key
@@ -52,6 +52,18 @@ class BudgetPods:
     healthy_base: int = 0
     #: "c:" + controller uid → its matching pods (key → pod); "" holds the unmanaged ones.
     by_controller: dict[str, dict[str, Pod]] = field(default_factory=dict)
+    #: Tests set this: every sync also rebuilds the budget's pods from the namespace and
+    #: records any difference from the kept ones in ``mismatches``.
+    verify: ClassVar[bool] = False
+    mismatches: ClassVar[list[str]] = []
+
+    def same_as(self, other: BudgetPods) -> bool:
+        """The same pods (objects as cached), counts and controllers, in any order."""
+        return (
+            self.pods == other.pods
+            and self.healthy_base == other.healthy_base
+            and self.by_controller == other.by_controller
+        )
 
     @classmethod
     def build(cls, pdb: dict[str, Any], pods: list[Pod]) -> BudgetPods | None:
