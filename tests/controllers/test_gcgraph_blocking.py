@@ -1,17 +1,22 @@
 """The garbage collector's graph keeps, per owner, the count of dependents that block its
-deletion and the set of those not being deleted yet (issue 16: a foreground deletion costs
-O(1) per dependent gone). Whatever objects come, change their owner references and
-blockOwnerDeletion, start being deleted and go, the kept count and set are exactly what a walk
-over the owner's dependents finds."""
+deletion and of those not being deleted yet (issue 16: a foreground deletion costs O(1) per
+dependent gone). Whatever objects come, change their owner references and
+blockOwnerDeletion, start being deleted and go, the kept counts are exactly what a walk over
+the owner's dependents finds; every garbage collector scenario of the other test modules also
+runs with the counts checked against a walk each time the collector reads them."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from taintplane.controllers.gcgraph import Graph
+from tests.controllers import test_garbage_collector, test_garbage_collector_graph
 
 UIDS = [f"uid-{i}" for i in range(6)]
 
@@ -107,3 +112,30 @@ def test_a_dependent_being_deleted_still_blocks_but_leaves_the_live_set() -> Non
         )
     assert graph.blocking(node) == 1
     assert graph.blocking_live(node) == []
+
+
+SCENARIOS: list[Callable[..., None]] = [
+    getattr(module, name)
+    for module in (test_garbage_collector, test_garbage_collector_graph)
+    for name in dir(module)
+    if name.startswith("test_")
+]
+
+
+@pytest.fixture
+def cross_check() -> Iterator[list[str]]:
+    Graph.verify = True
+    Graph.mismatches.clear()
+    try:
+        yield Graph.mismatches
+    finally:
+        Graph.verify = False
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__)
+def test_counts_equal_a_walk_in_every_scenario(
+    scenario: Callable[..., None], request: pytest.FixtureRequest, cross_check: list[str]
+) -> None:
+    arguments = inspect.signature(scenario).parameters
+    scenario(**{name: request.getfixturevalue(name) for name in arguments})
+    assert cross_check == []

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 __all__ = ["FOREGROUND", "ORPHAN", "Graph", "Identity", "Node", "OwnerRef", "owner_refs"]
 
@@ -130,8 +130,24 @@ class Graph:
         self._blocking: dict[str, int] = {}
         self._blocking_live: dict[str, int] = {}
 
+    #: Tests set this: every read of the counts is checked against a walk of the owner's
+    #: dependents, any difference recorded in ``mismatches``.
+    verify: ClassVar[bool] = False
+    mismatches: ClassVar[list[str]] = []
+
     def blocking(self, owner: Node) -> int:
         """How many dependents block ``owner``'s deletion (those being deleted included)."""
+        if self.verify:
+            walked = owner.blocking_dependents()
+            live = sum(1 for d in walked if not d.being_deleted)
+            kept = (
+                self._blocking.get(owner.identity.uid, 0),
+                self._blocking_live.get(owner.identity.uid, 0),
+            )
+            if kept != (len(walked), live):
+                self.mismatches.append(
+                    f"{owner.identity}: kept {kept}, walked {(len(walked), live)}"
+                )
         return self._blocking.get(owner.identity.uid, 0)
 
     def blocking_live(self, owner: Node) -> list[Node]:
