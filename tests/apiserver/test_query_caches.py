@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 
-from taintplane.apiserver.cached_request import CachedRequest
+from taintplane.apiserver.cached_request import CachedRequest, FastHeaders
 from taintplane.client.transport import _query_string
 
 PARAMS = st.dictionaries(st.text(max_size=8), st.text(max_size=12), max_size=4)
@@ -34,3 +34,19 @@ def test_parsed_as_starlette_parses(query: bytes) -> None:
         assert isinstance(parsed, QueryParams)
         assert parsed.multi_items() == expected.multi_items()
         assert str(parsed) == str(expected)
+
+
+HEADER_NAMES = st.sampled_from([b"content-type", b"accept", b"x-a", b"content-length"])
+
+
+@given(
+    st.lists(st.tuples(HEADER_NAMES, st.binary(max_size=6)), max_size=4),
+    st.sampled_from(["Content-Type", "accept", "X-A", "content-length", "missing"]),
+)
+def test_headers_read_as_starlette_reads_them(raw: list[tuple[bytes, bytes]], name: str) -> None:
+    plain = Request({**scope(b""), "headers": raw}).headers
+    fast = CachedRequest({**scope(b""), "headers": raw}).headers
+    assert isinstance(fast, FastHeaders)
+    assert fast.get(name) == plain.get(name)
+    assert fast.get(name, "d") == plain.get(name, "d")
+    assert (name in fast) == (name in plain)
