@@ -40,6 +40,34 @@ class ResourceType:
     #: the object rather than a Status. (A deletion left pending on finalizers or a grace
     #: period answers with the object for every kind.)
     return_deleted_object: bool = False
+    #: The hash of the fields above, computed once: a resource type keys the registry's
+    #: maps several times in every request, and hashing all its fields was a measurable
+    #: share of one write. Not a field of the value (no init, repr or comparison).
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "_hash",
+            hash(
+                (
+                    self.group,
+                    self.version,
+                    self.kind,
+                    self.plural,
+                    self.namespaced,
+                    self.short_names,
+                    self.categories,
+                    self.verbs,
+                    self.subresources,
+                    self.preferred,
+                    self.return_deleted_object,
+                )
+            ),
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def singular(self) -> str:
