@@ -19,15 +19,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from taintplane.agents.nodes import NodeShape
+from taintplane.client import resource
 from taintplane.controllers import daemonset_util as util
 from taintplane.controllers.daemonset_kept import KeptResults
 from taintplane.controllers.daemonset_nodes import NodeResults, creation_order, evaluate
 from taintplane.controllers.daemonset_rollout import Plan
 from tests.controllers import test_daemonset, test_daemonset_history, test_daemonset_surge
-from tests.controllers.harness import PODS, Sim
+from tests.controllers.harness import PODS, Sim, simulate
 from tests.controllers.test_daemonset import add_node, create_ds, make_ds, placement, run
 from tests.scheduler.builders import make_node
 
+DAEMONSETS = resource("apps", "v1", "daemonsets")
 SCENARIOS: list[Callable[[Path], None]] = [
     getattr(module, name)
     for module in (test_daemonset, test_daemonset_history, test_daemonset_surge)
@@ -193,3 +196,51 @@ def test_one_pods_change_costs_the_sync_one_node(
         assert set(looked_at) == {"n07"}
 
     run(tmp_path, scenario)
+
+
+# ---- a rollout on kubelets, time-dependent availability and node churn -----------------------
+
+
+def test_a_rollout_with_min_ready_seconds_and_node_churn_matches_a_full_pass(
+    tmp_path: Path, cross_check: list[str]
+) -> None:
+    """Simulated kubelets run the pods; ``minReadySeconds`` makes availability change with time
+    alone; a node is tainted away and another (without a kubelet) added mid-rollout."""
+
+    async def scenario(sim: Sim) -> None:
+        ds = make_ds(terminationGracePeriodSeconds=0)
+        ds["spec"]["minReadySeconds"] = 5
+        ds["spec"]["updateStrategy"] = {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": 2},
+        }
+        await create_ds(sim, ds)
+        await sim.advance(20)
+        assert len(await placement(sim)) == 8
+        current = await sim.client.get(DAEMONSETS, "agent", "default")
+        current["spec"]["template"]["spec"]["containers"][0]["image"] = "agent:2"
+        await sim.client.update(DAEMONSETS, current)
+        await sim.advance(3)
+        await sim.taint("node-3", [{"key": "gone", "value": "x", "effect": "NoExecute"}])
+        await sim.create_node(make_node("node-late"))
+        await sim.taint("node-late", None)
+        for _ in range(60):
+            await sim.advance(1)
+            status = (await sim.client.get(DAEMONSETS, "agent", "default"))["status"]
+            if status.get("updatedNumberScheduled") == 8 and status.get("numberAvailable") == 7:
+                break
+        status = (await sim.client.get(DAEMONSETS, "agent", "default"))["status"]
+        assert status["desiredNumberScheduled"] == 8  # 8 nodes, one tainted away, one added
+        assert status["updatedNumberScheduled"] == 8
+        # The added node has no simulated kubelet: its pod is never ready.
+        assert (status["numberReady"], status["numberAvailable"]) == (7, 7)
+        assert "node-3" not in await placement(sim)
+
+    simulate(
+        tmp_path,
+        scenario,
+        components=("scheduler", "controller-manager", "agents"),
+        controllers=("daemonset-controller", "node-lifecycle-controller"),
+        nodes=[NodeShape(f"node-{i}") for i in range(1, 9)],
+    )
+    assert cross_check == []
