@@ -7,16 +7,16 @@ Set-up: a cluster as ``taintplane up --clock virtual`` runs it (SQLite store, sc
 controller manager, N simulated kubelets, served over HTTP on 127.0.0.1), Deployments of
 ``--per-deployment`` replicas each until all P pods are Running, then a minute more so status
 writes settle. The what-if then runs in a separate process, as the CLI would, against that
-cluster's kubeconfig, through the CLI's own steps: the live cluster read over HTTP
-(``read_live``), the plan resolved, ``run_what_if`` (restore into a scratch store, every
-component started, the taint applied node by node, the window) and the text
-report rendered. Reported apart: set-up; the read of the live cluster; the copy (restore and
-start, until ``run_what_if``'s first progress call); the simulated window; the report; each
-with wall and process CPU time, and both processes' peak RSS. The serving cluster's CPU during
-the what-if (answering the reads) is reported too. ``--profile PREFIX`` writes cProfiles of the
-what-if's copy (``PREFIX.copy``) and window (``PREFIX.window``); ``--stops 100`` makes the copy's
-clock rest 100 times in the window, as ``what-if`` did before (every rest writes down each
-node's elided heartbeats).
+cluster's URL, through the CLI's own steps (``-o json``; a benchmark may not import the CLI, so
+the text rendering is left out): the live cluster read over HTTP (``read_live``), the plan
+resolved, ``run_what_if`` (restore into a scratch store, every component started, the taint
+applied node by node, the window) and the report as JSON. Reported apart: set-up; the read of
+the live cluster; the copy (restore and start, until ``run_what_if``'s first progress call);
+the simulated window; the report; each with wall and process CPU time, and both processes' peak
+RSS. The serving cluster's CPU during the what-if (answering the reads) is reported too.
+``--profile PREFIX`` writes cProfiles of the what-if's copy (``PREFIX.copy``) and window
+(``PREFIX.window``); ``--stops 100`` makes the copy's clock rest 100 times in the window, as
+``what-if`` did before (every rest writes down each node's elided heartbeats).
 Progress goes to stderr; the figures are one JSON line on stdout.
 """
 
@@ -26,10 +26,12 @@ import argparse
 import asyncio
 import cProfile
 import json
+import logging
 import resource
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -83,21 +85,35 @@ class _Phases:
 # ---- the what-if process -------------------------------------------------------------------------
 
 
+async def _read_live(url: str) -> tuple[list[dict[str, Any]], datetime]:
+    """What ``what-if`` reads of a live taintplane cluster: the snapshot kinds over HTTP, and
+    the cluster's own (virtual) clock."""
+    from taintplane.client import Client, HTTPTransport
+    from taintplane.sim.snapshot import read_live
+
+    transport = HTTPTransport(url)
+    try:
+        client = Client(transport)
+        objects = await read_live(client)
+        answer = await client.get_path("/taintplane/v1/clock")
+        return objects, datetime.fromisoformat(str(answer["now"]).replace("Z", "+00:00"))
+    finally:
+        await transport.close()
+
+
 def what_if(
-    kubeconfig: str, selector: str, until: str, profile: str | None, stops: int = 1
+    url: str, selector: str, until: str, profile: str | None, stops: int = 1
 ) -> dict[str, Any]:
-    """The CLI's steps for ``what-if taint nodes -l SELECTOR outage:NoExecute --until UNTIL``,
-    timed phase by phase."""
+    """What ``what-if taint nodes -l SELECTOR outage:NoExecute --until UNTIL -o json`` does
+    (the CLI's steps, which a benchmark may not import), timed phase by phase."""
     from taintplane.api.duration import parse_duration
     from taintplane.api.selectors import parse_label_selector
     from taintplane.api.taint_spec import parse_taint_command
-    from taintplane.cli.kubeconfig import load_target
-    from taintplane.cli.logs import quiet_components
-    from taintplane.cli.whatif import _read_live, render_text, taint_command
     from taintplane.sim.whatif import run_what_if
     from taintplane.sim.whatif_plan import resolve_plan
 
-    quiet_components()
+    # As the CLI: the copy's components keep their logs to themselves.
+    logging.getLogger("taintplane").setLevel(logging.CRITICAL)
     args = ("nodes", "outage:NoExecute")
     resources, changes = parse_taint_command(args)
     window = parse_duration(until)
@@ -105,7 +121,7 @@ def what_if(
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
-    objects, start = asyncio.run(_read_live(load_target(kubeconfig)))
+    objects, start = asyncio.run(_read_live(url))
     plan = resolve_plan(objects, resources, changes, selector=parse_label_selector(selector))
     phases.mark("read_live")
 
@@ -134,7 +150,7 @@ def what_if(
     report = asyncio.run(
         run_what_if(objects, plan, start=start, window=window, progress=progress, stops=stops)
     )
-    text = render_text(report, taint_command(args, selector, all_nodes=False, overwrite=False))
+    text = json.dumps(report.to_json(), indent=2)
     phases.mark("report")
     outcomes: dict[str, int] = {}
     for pod in report.affected:
@@ -151,7 +167,7 @@ def what_if(
         # Kubelet ticks (of every node at once) that heartbeat elision skipped in the window.
         "window_elided_ticks": elided[-1] - elided[0],
         "timeline": len(report.timeline),
-        "report_lines": text.count("\n") + 1,
+        "report_json_bytes": len(text),
         "peak_rss_mb": _peak_rss_mb(),
     }
 
@@ -216,7 +232,7 @@ async def _populate_and_ask(
         "-m",
         "taintplane.bench.whatif_scale",
         "--child",
-        str(cluster.kubeconfig_path),
+        cluster.url,
         "--zone",
         args.zone,
         "--until",
@@ -262,7 +278,7 @@ def main() -> None:
         default=1,
         help="rests of the copy's clock in the window (100: as before)",
     )
-    parser.add_argument("--child", metavar="KUBECONFIG", help=argparse.SUPPRESS)
+    parser.add_argument("--child", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         selector = f"topology.kubernetes.io/zone={args.zone}"
