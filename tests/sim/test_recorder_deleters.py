@@ -1,5 +1,6 @@
 """The recorder names who deleted a pod from the controllers' ``SuccessfulDelete`` events,
-keeping only those events and looking them up by pod, not walking them once per pod."""
+keeping only those events and looking them up by pod, not walking them once per pod; on the
+cluster's shared informers it keeps no second cache of pods and nodes."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from taintplane.agents.nodes import NodeShape
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import in_process_cluster
 from taintplane.sim.recorder import EVENTS, Recorder
 from tests.controllers.harness import START
+from tests.sim.test_what_if import PODS, pinned_pod
 
 
 def event(name: str, namespace: str, reason: str, message: str, owner: str) -> dict[str, Any]:
@@ -60,6 +63,34 @@ def test_deleters_come_from_successful_delete_events_only(tmp_path: Path) -> Non
                 )
                 await clock.advance(1)
                 assert recorder.deleted_by("default/web-e") == "ReplicaSet web-2"
+            finally:
+                await recorder.stop()
+
+    asyncio.run(main())
+
+
+def test_on_the_clusters_informers_it_records_without_caching_pods_again(tmp_path: Path) -> None:
+    async def main() -> None:
+        clock = VirtualClock(START)
+        nodes = [NodeShape("node-1")]
+        async with in_process_cluster(tmp_path, clock, nodes=nodes) as cluster:
+            client, informers = cluster.client, cluster.informers
+            assert client is not None
+            assert informers is not None
+            await client.create(PODS, pinned_pod("before", "node-1", []), "default")
+            await clock.advance(5)
+            recorder = Recorder(client, clock, informers)
+            await recorder.start()
+            try:
+                assert recorder.pods is informers.pods
+                assert recorder.nodes is informers.nodes
+                assert "default/before" in recorder.pods.cache
+                await client.create(PODS, pinned_pod("after", "node-1", []), "default")
+                await clock.advance(5)
+                events = [(h.event, h.name) for h in recorder.timeline]
+                assert ("created", "after") in events
+                assert ("running", "after") in events
+                assert all(name != "before" for _, name in events)  # there before it started
             finally:
                 await recorder.stop()
 

@@ -148,6 +148,8 @@ class Cluster:
         self.scheduler: Scheduler | None = None
         self.controller_manager: ControllerManager | None = None
         self.kubelets: Kubelets | None = None
+        #: The informers every component of this process shares (None until started).
+        self.informers: SharedInformers | None = None
         self._components: list[asyncio.Task[None]] = []
 
     @property
@@ -216,7 +218,7 @@ class Cluster:
             await self._retire(self.config.retired_nodes)
         # One informer per kind for every component in this process (one cache of each pod,
         # not one per component: a third of the memory for the pods of a large cluster).
-        informers = SharedInformers(self.client, clock=self.clock)
+        informers = self.informers = SharedInformers(self.client, clock=self.clock)
         if "scheduler" in self.config.components:
             self.scheduler = Scheduler(
                 self.client.with_field_manager(COMPONENT_FIELD_MANAGERS["scheduler"]),

@@ -11,6 +11,7 @@ from typing import Any
 from taintplane.api.podconditions import find_condition
 from taintplane.api.taints import Taint
 from taintplane.client import Client, Informer, object_key, resource
+from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
 
 __all__ = ["NODES", "Happening", "Recorder", "node_taints", "owner_of"]
@@ -130,7 +131,12 @@ _DELETED_POD = "Deleted pod: "
 class Recorder:
     """Pods and nodes of a cluster, and every change to them once armed."""
 
-    def __init__(self, client: Client, clock: Clock) -> None:
+    def __init__(
+        self, client: Client, clock: Clock, informers: SharedInformers | None = None
+    ) -> None:
+        """``informers``: the cluster's shared ones (running), so that pods and nodes are
+        cached and decoded once in the process, not once more for the recorder; without
+        them it runs informers of its own."""
         self.clock = clock
         self.armed = False
         self.timeline: list[Happening] = []
@@ -144,15 +150,19 @@ class Recorder:
         #: The node each pod was last scheduled to while armed.
         self.placed: dict[str, str] = {}
         self.unschedulable: dict[str, str] = {}
-        self.pods = Informer(
-            client,
-            PODS,
-            on_add=self._pod_added,
-            on_update=self._pod_updated,
-            on_delete=self._pod_deleted,
-            clock=clock,
-        )
-        self.nodes = Informer(client, NODES, on_update=self._node_updated, clock=clock)
+        self._shared = informers
+        if informers is None:
+            self.pods = Informer(
+                client,
+                PODS,
+                on_add=self._pod_added,
+                on_update=self._pod_updated,
+                on_delete=self._pod_deleted,
+                clock=clock,
+            )
+            self.nodes = Informer(client, NODES, on_update=self._node_updated, clock=clock)
+        else:
+            self.pods, self.nodes = informers.pods, informers.nodes
         #: Events say who deleted a pod when no DisruptionTarget condition does: only those
         #: (a cluster's every Scheduled, Pulled, Started… would be decoded and kept for nothing).
         self.events = Informer(
@@ -164,7 +174,14 @@ class Recorder:
 
     async def start(self) -> None:
         informers = (self.pods, self.nodes, self.events)
-        for informer in informers:
+        own: tuple[Informer, ...] = informers
+        if self._shared is not None:
+            # Told of every pod already cached, as added: not armed yet, so not recorded.
+            self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
+            self.nodes.add_handlers(None, self._node_updated)
+            self._shared.start()
+            own = (self.events,)
+        for informer in own:
             self._tasks.append(asyncio.create_task(informer.run()))
         await asyncio.gather(*(informer.synced.wait() for informer in informers))
         self.armed = True
@@ -212,6 +229,7 @@ class Recorder:
         return (found[0], False, f"by {deleter}, {found[2]}" if deleter else found[2])
 
     async def stop(self) -> None:
+        self.armed = False  # shared informers keep telling it
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

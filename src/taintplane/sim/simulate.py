@@ -244,7 +244,7 @@ async def run_scenario(
             Path(scratch), clock, nodes=scenario.nodes, features=features
         ) as cluster:
             assert cluster.client is not None
-            recorder = Recorder(cluster.client, clock)
+            recorder = Recorder(cluster.client, clock, cluster.informers)
             await recorder.start()
             if progress is not None:
                 await progress(cluster, 0.0, scenario.until)

@@ -294,7 +294,7 @@ async def run_device_what_if(
             Path(scratch), clock, nodes=ready, seed=list(objects), features=features
         ) as cluster:
             assert cluster.client is not None
-            recorder = Recorder(cluster.client, clock)
+            recorder = Recorder(cluster.client, clock, cluster.informers)
             await recorder.start()
             if progress is not None:
                 await progress(cluster, 0.0, window)
