@@ -70,6 +70,10 @@ MICRO_TIME_FIELDS = {
     ("EventSeries", "lastObservedTime"),
 }
 _MISSING = object()
+#: Type tuples for the walks' isinstance checks (a ``dict | list`` union is built anew at
+#: every evaluation, which these walks do for every field).
+_CONTAINERS = (dict, list)
+_SCALARS = (str, int, float)
 _JSON_TYPE = {
     bool: "bool",
     int: "number",
@@ -394,7 +398,7 @@ def _quantity_field(value: dict[str, Any], key: str, item: Any, *, pointer: bool
 
 def _is_scalar_quantity(item: Any) -> bool:
     """A JSON string or number: what Go's Quantity decodes (anything else is a type error)."""
-    return isinstance(item, str | int | float) and not isinstance(item, bool)
+    return isinstance(item, _SCALARS) and not isinstance(item, bool)
 
 
 def _canonical_or_same(item: Any) -> Any:
@@ -532,7 +536,7 @@ def _omit_in_struct(value: dict[str, Any], name: str, baseline: Mapping[str, Any
     properties, required = info.properties, info.required
     empty: list[str] = []
     for key, item in value.items():
-        if not isinstance(item, dict | list):
+        if not isinstance(item, _CONTAINERS):
             continue
         before = baseline.get(key, _MISSING) if baseline is not None else _MISSING
         if before is not _MISSING and before == item:
