@@ -14,6 +14,7 @@ from taintplane.client import resource
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import in_process_cluster
 from taintplane.sim.snapshot import (
+    RESTORE_BATCH,
     SnapshotError,
     read_snapshot_file,
     restore,
@@ -162,3 +163,47 @@ def test_a_taints_time_counts_towards_the_snapshots_instant() -> None:
         },
     }
     assert snapshot_instant([node]) == datetime(2026, 3, 1, 12, 0, 5, tzinfo=UTC)
+
+
+def test_restore_commits_in_batches_and_the_first_of_a_repeated_object_stands(
+    tmp_path: Path,
+) -> None:
+    def pod(name: str, version: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "team", "labels": {"v": version}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+
+    count = RESTORE_BATCH * 2 + 7
+    objects = [pod(f"p-{i}", "1") for i in range(count)]
+    # Repeated within the first batch, across batches, and in the last (partial) one.
+    objects[5:5] = [pod("p-1", "2")]
+    objects[RESTORE_BATCH + 10 : RESTORE_BATCH + 10] = [pod("p-2", "2")]
+    objects.append(pod(f"p-{count - 1}", "2"))
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "team", "labels": {"own": "yes"}},
+    }
+    objects.append(namespace)  # after the pods that use it: the snapshot's own still wins
+
+    async def main() -> None:
+        store = await SqliteStore(tmp_path / "state.db").open()
+        try:
+            await restore(store, objects)
+            listed = await store.list(PODS.storage_prefix())
+        finally:
+            await store.close()
+        assert len(listed.items) == count
+        clock = VirtualClock(datetime(2026, 3, 1, 12, tzinfo=UTC))
+        async with in_process_cluster(tmp_path, clock, components=()) as cluster:
+            client = cluster.client
+            assert client is not None
+            for name in ("p-1", "p-2", f"p-{count - 1}"):
+                assert (await client.get(PODS, name, "team"))["metadata"]["labels"] == {"v": "1"}
+            team = await client.get(NAMESPACES, "team")
+            assert team["metadata"]["labels"]["own"] == "yes"
+
+    asyncio.run(main())
