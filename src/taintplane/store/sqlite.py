@@ -133,7 +133,12 @@ class SqliteStore:
     ) -> None:
         self.path = str(path)
         self._synchronous = synchronous
-        self._queue: queue.Queue[_Op | None] = queue.Queue()
+        self._queue: queue.Queue[list[_Op] | None] = queue.Queue()
+        #: Writes submitted during this turn of the event loop, handed to the writer thread
+        #: together once the turn's callbacks have run: one queue operation, and at most one
+        #: wake-up of the thread, per turn rather than per write (a queue put that wakes the
+        #: thread was ~5 % of an in-process write).
+        self._pending: list[_Op] = []
         self._hub = WatchHub(watch_buffer)
         self._compacted_to = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -172,6 +177,7 @@ class SqliteStore:
         if self._closed:
             return
         self._closed = True
+        self._hand_over()  # what was submitted before the close is written first
         self._queue.put(None)
         if self._writer is not None:
             await asyncio.to_thread(self._writer.join)
@@ -187,7 +193,7 @@ class SqliteStore:
                 first = self._queue.get()
                 if first is None:
                     return
-                batch = [first]
+                batch = list(first)
                 stop = False
                 while len(batch) < 512:
                     try:
@@ -197,7 +203,7 @@ class SqliteStore:
                     if more is None:
                         stop = True
                         break
-                    batch.append(more)
+                    batch.extend(more)
                 self._commit(conn, batch)
                 if stop:
                     return
@@ -259,8 +265,16 @@ class SqliteStore:
         future: asyncio.Future[Any] = self._loop.create_future()
         self._inflight.add(future)
         future.add_done_callback(self._inflight.discard)
-        self._queue.put(_Op(run, future, whole))
+        if not self._pending:
+            self._loop.call_soon(self._hand_over)
+        self._pending.append(_Op(run, future, whole))
         return await future
+
+    def _hand_over(self) -> None:
+        """Give the writer thread, in submission order, the writes submitted so far."""
+        ops, self._pending = self._pending, []
+        if ops:
+            self._queue.put(ops)
 
     async def drained(self) -> bool:
         """Wait until every submitted write and every read in a worker thread has completed;
