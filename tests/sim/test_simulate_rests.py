@@ -17,6 +17,7 @@ from taintplane.scheduler import cycle
 from taintplane.sim.cluster import Cluster
 from taintplane.sim.scenario import parse_scenario
 from taintplane.sim.simulate import SAMPLES, SimulationReport, run_scenario
+from tests.sim.canonical import canonical
 from tests.sim.test_simulate import SCENARIO
 
 
@@ -40,21 +41,13 @@ def play(rest_at_samples: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Simula
     return report, revisions[-1] - revisions[0]
 
 
-def canonical(report: SimulationReport) -> dict[str, Any]:
-    """What happened at one instant in one order (components reacting to the same change
-    write in the store writer thread's order, which two runs need not share)."""
-    data = report.to_json()
-    data["timeline"].sort(key=lambda h: sorted(h.items()))
-    return data
-
-
 def test_samples_taken_on_the_way_are_those_taken_at_rest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     at_rest, rest_writes = play(True, monkeypatch)
     on_the_way, writes = play(False, monkeypatch)
     assert len(on_the_way.samples) == SAMPLES + 1
-    assert canonical(on_the_way) == canonical(at_rest)
+    assert canonical(on_the_way.to_json()) == canonical(at_rest.to_json())
     # The outage makes zone b's nodes NotReady and the evictions happen in both.
     assert min(s.nodes_ready for s in on_the_way.samples) < 9
     assert on_the_way.counts().get("evicting", 0) > 0

@@ -23,6 +23,7 @@ from taintplane.sim.snapshot import read_live
 from taintplane.sim.whatif import STEPS, WhatIfReport, run_what_if
 from tests.controllers.harness import START
 from tests.controllers.workload_builders import DEPLOYMENTS, make_deployment
+from tests.sim.canonical import canonical
 from tests.sim.test_what_if import PODS, pinned_pod, plan
 
 WINDOW = 3600.0
@@ -92,21 +93,12 @@ def predict(
     return report, told, revisions[-1] - revisions[0]
 
 
-def canonical(report: WhatIfReport) -> dict[str, Any]:
-    """The report with what happened at one instant in one order: the order in which
-    components that react to the same change write is the store writer thread's, which two
-    runs of the same copy need not share."""
-    data = report.to_json()
-    data["timeline"].sort(key=lambda h: sorted(h.items()))
-    return data
-
-
 def test_one_advance_predicts_what_a_hundred_did_with_fewer_writes(
     snapshot: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stepped, _, stepped_writes = predict(snapshot, STEPS, monkeypatch)
     once, told, once_writes = predict(snapshot, 1, monkeypatch)
-    assert canonical(once) == canonical(stepped)
+    assert canonical(once.to_json()) == canonical(stepped.to_json())
     zone_a = {"node-3", "node-6", "node-9"}
     on_zone_a = {
         o["metadata"]["name"]
