@@ -33,19 +33,20 @@ from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import in_process_cluster
 
 DEPLOYMENTS = resource("apps", "v1", "deployments")
-LABELS = {"app": "web"}
 
 
-def deployment(replicas: int) -> dict[str, Any]:
+def deployment(replicas: int, name: str = "web") -> dict[str, Any]:
+    """A Deployment of ``replicas`` pause pods, labelled ``app: NAME``."""
+    labels = {"app": name}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "default"},
+        "metadata": {"name": name, "namespace": "default"},
         "spec": {
             "replicas": replicas,
-            "selector": {"matchLabels": LABELS},
+            "selector": {"matchLabels": labels},
             "template": {
-                "metadata": {"labels": LABELS},
+                "metadata": {"labels": labels},
                 "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
             },
         },

@@ -37,6 +37,7 @@ from typing import Any
 
 from taintplane import runtime
 from taintplane.agents.nodes import NodeShape
+from taintplane.bench.deployment_scale import deployment
 from taintplane.client import resource as api_resource
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import Cluster, ClusterConfig
@@ -46,23 +47,6 @@ DEPLOYMENTS = api_resource("apps", "v1", "deployments")
 
 def _peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def deployment(name: str, replicas: int) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
-            },
-        },
-    }
 
 
 class _Phases:
@@ -213,7 +197,7 @@ async def _populate_and_ask(
     while left > 0:
         replicas = min(left, args.per_deployment)
         index += 1
-        await client.create(DEPLOYMENTS, deployment(f"web-{index}", replicas), "default")
+        await client.create(DEPLOYMENTS, deployment(replicas, f"web-{index}"), "default")
         left -= replicas
     seconds = 0
     while len(running) < args.pods:
