@@ -112,7 +112,7 @@ def auth_kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
             await cluster.start()
             serving = asyncio.create_task(cluster.serve())
             while not (cluster._server and cluster._server.started) and not serving.done():
-                await asyncio.sleep(0.005)
+                await asyncio.sleep(0.005)  # readiness poll
             ready.set()
             await serving
             await cluster.close()

@@ -98,7 +98,7 @@ class EtcdServer:
                     return
             except (httpx.HTTPError, ValueError, KeyError):
                 pass
-            time.sleep(0.05)
+            time.sleep(0.05)  # readiness poll
         self.stop()
         raise RuntimeError(f"etcd was not healthy within {timeout} s: {self.log()}")
 
