@@ -11,6 +11,7 @@ request.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from starlette.datastructures import Headers, QueryParams
@@ -18,9 +19,10 @@ from starlette.requests import Request
 
 __all__ = ["CachedRequest"]
 
-#: Parsed query strings by their bytes (bounded: cleared when full).
-_PARSED: dict[bytes, QueryParams] = {}
-_LIMIT = 1024
+
+@lru_cache(maxsize=1024)
+def _parsed(raw: bytes) -> QueryParams:
+    return QueryParams(raw)
 
 
 class FastHeaders(Headers):
@@ -44,10 +46,4 @@ class CachedRequest(Request):
 
     @property
     def query_params(self) -> QueryParams:
-        raw: bytes = self.scope["query_string"]
-        parsed = _PARSED.get(raw)
-        if parsed is None:
-            if len(_PARSED) >= _LIMIT:
-                _PARSED.clear()
-            parsed = _PARSED[raw] = QueryParams(raw)
-        return parsed
+        return _parsed(self.scope["query_string"])

@@ -12,6 +12,7 @@ import contextlib
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Protocol
 from urllib.parse import urlencode
 
@@ -132,23 +133,18 @@ class HTTPTransport:
         await self._client.aclose()
 
 
-#: Query strings already encoded: components send the same few parameters (their
-#: ``fieldManager``) with every request (bounded: cleared when full).
-_QUERY_STRINGS: dict[tuple[tuple[str, str], ...], bytes] = {}
+@lru_cache(maxsize=1024)
+def _encoded(items: tuple[tuple[str, str], ...]) -> bytes:
+    return urlencode(items).encode()
 
 
 def _query_string(params: Mapping[str, str]) -> bytes:
-    """``urlencode(params).encode()``, encoded once per distinct set of parameters."""
-    key = tuple(params.items())
+    """``urlencode(params).encode()``, encoded once per distinct set of parameters:
+    components send the same few (their ``fieldManager``) with every request."""
     try:
-        encoded = _QUERY_STRINGS.get(key)
+        return _encoded(tuple(params.items()))
     except TypeError:  # a value that is no string (unhashable): encoded as it comes
         return urlencode(params).encode()
-    if encoded is None:
-        if len(_QUERY_STRINGS) >= 1024:
-            _QUERY_STRINGS.clear()
-        encoded = _QUERY_STRINGS[key] = urlencode(params).encode()
-    return encoded
 
 
 class InProcessTransport:
