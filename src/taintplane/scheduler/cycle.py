@@ -84,31 +84,57 @@ class Placement:
         #: for them is kept from pods of no higher priority, as upstream's nominator does.
         self.nominated: dict[str, tuple[str, PodInfo]] = {}
         self._budgets = budgets
-        self._order: list[NodeInfo] | None = None
         self._table: NodeTable | None = None
+        # What changed since the table was last brought up to date: nodes that came, went or
+        # changed (their rows are redone), nodes whose pods changed (their usage is reloaded).
+        self._changed: set[str] = set()
+        self._touched: set[str] = set()
         self._next_start = 0
         self._random = random.Random(seed)
 
-    def nodes_changed(self) -> None:
-        """A node came, went or changed: the order and the table are built again."""
-        self._order = self._table = None
+    def nodes_changed(self, *names: str) -> None:
+        """Nodes came, went or changed: their rows are redone before the next cycle. With no
+        names, the table is built again from every node."""
+        if not names:
+            self._table = None
+        elif self._table is not None:
+            self._changed.update(names)
+
+    def touched(self, *node_names: str | None) -> None:
+        """A node's pods changed: its usage row is reloaded before the next cycle."""
+        if self._table is not None:
+            self._touched.update(name for name in node_names if name)
 
     def node_order(self) -> list[NodeInfo]:
-        if self._order is None:
-            self._order = [self.nodes[name] for name in sorted(self.nodes) if self.nodes[name].node]
-        return self._order
+        """The nodes of the cycle (those whose Node object is known), in name order."""
+        return self.table().nodes
 
     def table(self) -> NodeTable:
         if self._table is None:
-            self._table = NodeTable(self.node_order())
+            self._changed.clear()
+            self._touched.clear()
+            known = [self.nodes[name] for name in sorted(self.nodes) if self.nodes[name].node]
+            self._table = NodeTable(known)
+        elif self._changed or self._touched:
+            self._catch_up(self._table)
         return self._table
 
-    def touched(self, *node_names: str | None) -> None:
-        """A node's pods changed: keep the column table in step."""
-        if self._table is not None:
-            for name in node_names:
-                if name:
-                    self._table.refresh(name)
+    def _catch_up(self, table: NodeTable) -> None:
+        """Only what changed, as upstream's UpdateSnapshot copies only the NodeInfos whose
+        generation moved since the last snapshot."""
+        changed: list[NodeInfo] = []
+        gone: list[str] = []
+        for name in self._changed:
+            info = self.nodes.get(name)
+            if info is not None and info.node:
+                changed.append(info)
+            else:
+                gone.append(name)  # or a placeholder for pods of a node not seen yet
+        table.update(changed, gone)
+        for name in self._touched - self._changed:
+            table.refresh(name)
+        self._changed.clear()
+        self._touched.clear()
 
     def decide(self, pod: PodInfo, *, explain: bool = False) -> Decision:
         """The scheduling decision for ``pod`` on the current view (no side effects beyond
@@ -220,7 +246,12 @@ class Placement:
         absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
         candidates = nodes
         if state.node_names is not None:
-            candidates = [node for node in nodes if node.name in state.node_names]
+            # Looked up by name, never by a pass over every node (a DaemonSet pod names one
+            # node); in the cycle's order. Names of nodes not known are skipped, as upstream's
+            # snapshot lookup does.
+            table = self.table()
+            rows = sorted(i for name in state.node_names if (i := table.row(name)) is not None)
+            candidates = [nodes[i] for i in rows]
             plugins = ", ".join(sorted(state.narrowed_by))
             absent = Status.unresolvable(state.narrowed_message()).with_plugin(plugins)
         want = len(candidates) if explain else nodes_to_find(len(candidates), self.percentage)

@@ -219,14 +219,14 @@ class Scheduler:
         info = NodeInfo.of(node)
         existing = self.nodes.get(info.name)
         self.nodes[info.name] = existing.with_node(node) if existing else info
-        self.placement.nodes_changed()
+        self.placement.nodes_changed(info.name)
         self.queue.on_event(ClusterEvent.NODE_ADD)
 
     def _node_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         before = self.nodes.get(new["metadata"]["name"])
         after = before.with_node(new) if before else NodeInfo.of(new)
         self.nodes[after.name] = after
-        self.placement.nodes_changed()
+        self.placement.nodes_changed(after.name)
         if before is None:
             self.queue.on_event(ClusterEvent.NODE_ADD)
             return
@@ -241,7 +241,7 @@ class Scheduler:
 
     def _node_deleted(self, node: dict[str, Any]) -> None:
         self.nodes.pop(node["metadata"]["name"], None)
-        self.placement.nodes_changed()
+        self.placement.nodes_changed(node["metadata"]["name"])
 
     def _track_nomination(self, pod: dict[str, Any], info: PodInfo) -> None:
         node = (pod.get("status") or {}).get("nominatedNodeName")
@@ -283,7 +283,7 @@ class Scheduler:
             node = self.nodes.get(info.node_name)
             if node is None:
                 node = self.nodes[info.node_name] = NodeInfo(info.node_name, {}, {}, (), True, {})
-                self.placement.nodes_changed()
+                self.placement.nodes_changed(info.node_name)
             node.add_pod(info)
             self._placed[info.key] = info.node_name
             self.placement.touched(info.node_name)

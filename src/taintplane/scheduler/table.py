@@ -7,13 +7,21 @@ the extension point can (falling back to the per-node methods otherwise, and alw
 diagnosis of a failure, so messages come from one code path). Tests check that both paths
 agree.
 
+Rows are in node name order (the cycle's order). The table is kept, not rebuilt: as
+upstream's ``Cache.UpdateSnapshot`` copies only the NodeInfos whose generation moved, a node
+that came, went or changed costs its own row (:meth:`NodeTable.update`), and a node whose pods
+changed reloads its usage (:meth:`NodeTable.refresh`). ``tests/scheduler/test_table_incremental.py``
+checks the kept table against a fresh one after random changes.
+
 Nodes with the same taints share a *taint group*, so a toleration is matched once per
-distinct taint set, not once per node.
+distinct taint set, not once per node. Which number a group has does not matter (plugins
+only index by it); groups no row uses any more are dropped once they outnumber the live ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -28,44 +36,143 @@ TABLE_KEY = "node-table"
 
 Ints = npt.NDArray[np.int64]
 
+#: The per-row columns, each one array of ``size`` (``names`` and ``nodes`` besides).
+_COLUMNS = (
+    "alloc_cpu",
+    "alloc_memory",
+    "alloc_storage",
+    "alloc_pods",
+    "unschedulable",
+    "taint_group",
+    "req_cpu",
+    "req_memory",
+    "req_storage",
+    "pod_count",
+    "score_cpu",
+    "score_memory",
+    "affinity_pods",
+    "anti_affinity_pods",
+)
+
 
 class NodeTable:
     def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+        """The table of ``nodes``, which must be in name order."""
         self.nodes = list(nodes)
         self.size = len(self.nodes)
-        self.index = {node.name: i for i, node in enumerate(self.nodes)}
-        self.names = np.array([node.name for node in self.nodes], dtype=object)
-        self.alloc_cpu = np.array([n.allocatable.get("cpu", 0) for n in self.nodes], dtype=np.int64)
-        self.alloc_memory = np.array(
-            [n.allocatable.get("memory", 0) for n in self.nodes], dtype=np.int64
-        )
-        self.alloc_storage = np.array(
-            [n.allocatable.get("ephemeral-storage", 0) for n in self.nodes], dtype=np.int64
-        )
-        self.alloc_pods = np.array(
-            [n.allocatable.get("pods", 0) for n in self.nodes], dtype=np.int64
-        )
-        self.unschedulable = np.array([n.unschedulable for n in self.nodes], dtype=bool)
-        groups: dict[tuple[Taint, ...], int] = {}
-        self.taint_group = np.array(
-            [groups.setdefault(n.taints, len(groups)) for n in self.nodes], dtype=np.int64
-        )
-        self.groups: list[tuple[Taint, ...]] = list(groups)
-        self.req_cpu = np.zeros(self.size, dtype=np.int64)
-        self.req_memory = np.zeros(self.size, dtype=np.int64)
-        self.req_storage = np.zeros(self.size, dtype=np.int64)
-        self.pod_count = np.zeros(self.size, dtype=np.int64)
-        self.score_cpu = np.zeros(self.size, dtype=np.int64)
-        self.score_memory = np.zeros(self.size, dtype=np.int64)
-        self.affinity_pods = np.zeros(self.size, dtype=np.int64)
-        self.anti_affinity_pods = np.zeros(self.size, dtype=np.int64)
+        self._keys = [node.name for node in self.nodes]  # for bisect
+        self.names = np.array(self._keys, dtype=object)
+        for column in _COLUMNS:
+            setattr(self, column, np.zeros(self.size, dtype=np.int64))
+        self.unschedulable = np.zeros(self.size, dtype=bool)
+        self.alloc_cpu: Ints
+        self.alloc_memory: Ints
+        self.alloc_storage: Ints
+        self.alloc_pods: Ints
+        self.taint_group: Ints
+        self.req_cpu: Ints
+        self.req_memory: Ints
+        self.req_storage: Ints
+        self.pod_count: Ints
+        self.score_cpu: Ints
+        self.score_memory: Ints
+        self.affinity_pods: Ints
+        self.anti_affinity_pods: Ints
+        self.groups: list[tuple[Taint, ...]] = []
+        self._group_ids: dict[tuple[Taint, ...], int] = {}
+        self._group_rows: list[int] = []  # rows in each group
+        self._live_groups = 0  # groups with rows
         #: How many nodes have each image (upstream's ImageStateSummary.NumNodes).
         self.image_nodes: dict[str, int] = {}
-        for node in self.nodes:
-            for image in node.images:
-                self.image_nodes[image] = self.image_nodes.get(image, 0) + 1
         for i in range(self.size):
+            self._fill(i)
+
+    def row(self, name: str) -> int | None:
+        i = bisect_left(self._keys, name)
+        return i if i < len(self._keys) and self._keys[i] == name else None
+
+    def refresh(self, name: str) -> None:
+        """A node's pods changed: reload its usage row."""
+        i = self.row(name)
+        if i is not None:
             self._load(i)
+
+    def update(self, changed: Iterable[NodeInfo], gone: Iterable[str]) -> None:
+        """Nodes came or changed (``changed``, their current NodeInfo) and went (``gone``):
+        only their rows are touched, and the order stays name order."""
+        drop = sorted(i for name in gone if (i := self.row(name)) is not None)
+        for i in drop:
+            self._forget(i)
+        for i in reversed(drop):
+            del self.nodes[i], self._keys[i]
+        fresh: list[NodeInfo] = []
+        replaced: list[NodeInfo] = []
+        for node in changed:
+            (fresh if self.row(node.name) is None else replaced).append(node)
+        fresh.sort(key=lambda node: node.name)
+        at_list = [bisect_left(self._keys, node.name) for node in fresh]
+        for at, node in reversed(list(zip(at_list, fresh, strict=True))):
+            self.nodes.insert(at, node)
+            self._keys.insert(at, node.name)
+        # Where each fresh row lands: after the fresh rows before it.
+        landed = [at + j for j, at in enumerate(at_list)]
+        if drop or fresh:
+            self._reshape(drop, at_list, [node.name for node in fresh])
+        for node in replaced:
+            i = self.row(node.name)
+            assert i is not None
+            self._forget(i)
+            self.nodes[i] = node
+            self._fill(i)
+        for i in landed:
+            self._fill(i)
+        if len(self.groups) > 2 * self._live_groups + 8:
+            self._compact_groups()
+
+    # ---- rows --------------------------------------------------------------------------------
+
+    def _reshape(self, drop: list[int], insert_at: list[int], names: list[str]) -> None:
+        """Every column without the rows ``drop``, then with empty rows (named ``names``)
+        before ``insert_at``, positions among the remaining rows; the caller fills them."""
+        self.size = len(self.nodes)
+        for column in _COLUMNS:
+            values = np.delete(getattr(self, column), drop) if drop else getattr(self, column)
+            setattr(self, column, np.insert(values, insert_at, 0) if insert_at else values)
+        kept = np.delete(self.names, drop) if drop else self.names
+        self.names = np.insert(kept, insert_at, np.array(names, dtype=object)) if names else kept
+
+    def _fill(self, i: int) -> None:
+        """Row ``i`` from its NodeInfo: the node's own columns, then its usage."""
+        node = self.nodes[i]
+        allocatable = node.allocatable
+        self.alloc_cpu[i] = allocatable.get("cpu", 0)
+        self.alloc_memory[i] = allocatable.get("memory", 0)
+        self.alloc_storage[i] = allocatable.get("ephemeral-storage", 0)
+        self.alloc_pods[i] = allocatable.get("pods", 0)
+        self.unschedulable[i] = node.unschedulable
+        group = self._group_ids.get(node.taints)
+        if group is None:
+            group = self._group_ids[node.taints] = len(self.groups)
+            self.groups.append(node.taints)
+            self._group_rows.append(0)
+        self._group_rows[group] += 1
+        self._live_groups += self._group_rows[group] == 1
+        self.taint_group[i] = group
+        for image in node.images:
+            self.image_nodes[image] = self.image_nodes.get(image, 0) + 1
+        self._load(i)
+
+    def _forget(self, i: int) -> None:
+        """Undo what :meth:`_fill` counted for row ``i`` (its group, its images)."""
+        group = int(self.taint_group[i])
+        self._group_rows[group] -= 1
+        self._live_groups -= self._group_rows[group] == 0
+        for image in self.nodes[i].images:
+            left = self.image_nodes[image] - 1
+            if left:
+                self.image_nodes[image] = left
+            else:
+                del self.image_nodes[image]
 
     def _load(self, i: int) -> None:
         node = self.nodes[i]
@@ -78,8 +185,14 @@ class NodeTable:
         self.affinity_pods[i] = node.affinity_pods
         self.anti_affinity_pods[i] = node.anti_affinity_pods
 
-    def refresh(self, name: str) -> None:
-        """A node's pods changed: reload its usage row."""
-        i = self.index.get(name)
-        if i is not None:
-            self._load(i)
+    def _compact_groups(self) -> None:
+        """Number the live groups afresh, in order of first use, as a fresh table would."""
+        used, first = np.unique(self.taint_group, return_index=True)
+        live = used[np.argsort(first)]
+        renumber = np.zeros(len(self.groups), dtype=np.int64)
+        renumber[live] = np.arange(len(live))
+        self.taint_group = renumber[self.taint_group]
+        self.groups = [self.groups[int(g)] for g in live]
+        self._group_ids = {taints: g for g, taints in enumerate(self.groups)}
+        self._group_rows = np.bincount(self.taint_group, minlength=len(live)).tolist()
+        self._live_groups = len(live)
