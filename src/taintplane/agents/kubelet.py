@@ -14,7 +14,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from taintplane.agents.dra_driver import DraDriver
@@ -27,7 +27,7 @@ from taintplane.agents.nodes import (
     status_changed,
 )
 from taintplane.agents.pods import PodRuntime
-from taintplane.api.decoding import format_micro_time
+from taintplane.api.decoding import format_micro_time, parse_timestamp
 from taintplane.client import ApiError, Client, Op, resource
 from taintplane.client.events import EventRecorder
 from taintplane.client.shared import SharedInformers
@@ -135,6 +135,9 @@ class Kubelets:
         self._wake = asyncio.Event()
         #: Set by the cluster under a virtual clock (None: every tick runs in full).
         self.elision: KubeletElision | None = None
+        #: The instant of the first tick when nodes were adopted (``adopt``): their kubelets'
+        #: own schedule, not one restarted at adoption.
+        self._first_tick: datetime | None = None
 
     # ---- registration ------------------------------------------------------------------------
 
@@ -150,6 +153,52 @@ class Kubelets:
                 await self._register(shape)
 
         await asyncio.gather(*(one(shape) for shape in shapes))
+
+    async def adopt(self, shapes: Iterable[NodeShape]) -> None:
+        """Take over nodes the store already holds as their own kubelets left them (what-if's
+        copy of a snapshot), instead of registering them: each starts from its Node and Lease
+        as stored (conditions and resourceVersion, the last status report as the Ready
+        condition's lastHeartbeatTime, the last renewal as the Lease's renewTime, the cordon
+        as told), and nothing is written until the first tick, which falls where theirs would
+        (a tick after the newest renewal: one loop ticks for every node, and the nodes of a
+        taintplane cluster renew together). The copy is no kubelet restart: no Starting event,
+        no forced status post or renewal. Two lists, not requests per node; a node the store
+        does not hold is registered as ``add`` does, and one no kubelet has reported (no
+        allocatable: a hand-written snapshot) has its status posted at once, for pods are
+        admitted against it."""
+        if self.elision is not None:
+            self.elision.interrupt()
+            await self.elision.settled()
+        stored_nodes, _ = await self.client.list(NODES)
+        stored_leases, _ = await self.client.list(LEASES, LEASE_NAMESPACE)
+        nodes = {n["metadata"]["name"]: n for n in stored_nodes}
+        leases = {lease["metadata"]["name"]: lease for lease in stored_leases}
+        fresh: list[NodeShape] = []
+        unreported: list[SimulatedNode] = []
+        renewals: list[datetime] = []
+        for shape in shapes:
+            stored = nodes.get(shape.name)
+            if stored is None:
+                fresh.append(shape)
+                continue
+            node = _adopted(shape, self._next_index, stored, leases.get(shape.name))
+            self._next_index += 1
+            self.nodes[shape.name] = node
+            self.recorders[shape.name] = EventRecorder(
+                self.client, self.clock, "kubelet", shape.name
+            )
+            if node.last_renew is not None:
+                renewals.append(node.last_renew)
+            if not (stored.get("status") or {}).get("allocatable"):
+                unreported.append(node)
+        if renewals:
+            self._first_tick = max(renewals) + timedelta(
+                seconds=self.config.node_status_update_frequency
+            )
+        if unreported:
+            await self._post_statuses(unreported, force=True)
+        if fresh:
+            await self.add(fresh)
 
     async def _register(self, shape: NodeShape) -> None:
         node = SimulatedNode(shape, self._next_index)
@@ -443,8 +492,12 @@ class Kubelets:
             for name in self.nodes:
                 self.pods.resync(name)
             due = False  # at the instant of a tick already (after sleeping through elided ones)
+            first, self._first_tick = self._first_tick, None
             while True:
-                if not due:
+                if first is not None:  # adopted nodes: their own schedule
+                    await self.clock.sleep(max(0.0, (first - self.clock.now()).total_seconds()))
+                    first = None
+                elif not due:
                     await self.clock.sleep(self.config.node_status_update_frequency)
                 due = False
                 if self.elision is None:
@@ -469,6 +522,24 @@ def _remember(node: SimulatedNode, seen: dict[str, Any]) -> None:
     if version >= node.stored_version:
         node.stored_version = version
         node.stored_conditions = (seen.get("status") or {}).get("conditions") or []
+
+
+def _adopted(
+    shape: NodeShape, index: int, stored: dict[str, Any], lease: dict[str, Any] | None
+) -> SimulatedNode:
+    """The kubelet of a node as stored: what its own kubelet last wrote and saw."""
+    node = SimulatedNode(shape, index, uid=str(stored["metadata"].get("uid", "")))
+    _remember(node, stored)
+    # Every status post stamps the Ready condition's heartbeat, which only the kubelet sets
+    # (a route controller stamps NetworkUnavailable's; the node lifecycle controller's
+    # Unknown keeps the kubelet's): the instant of the last report.
+    for condition in node.stored_conditions:
+        if condition.get("type") == "Ready":
+            node.last_report = parse_timestamp(condition.get("lastHeartbeatTime"))
+    if lease is not None:
+        node.last_renew = parse_timestamp((lease.get("spec") or {}).get("renewTime"))
+    node.last_unschedulable = bool((stored.get("spec") or {}).get("unschedulable"))
+    return node
 
 
 def _node_reference(name: str) -> dict[str, str]:

@@ -246,7 +246,11 @@ class Cluster:
                 config=self.config.kubelet,
                 informers=informers,
             )
-            await self.kubelets.add(self.config.nodes)
+            if self.config.seed:
+                # A copy of a cluster: its nodes are there, as their kubelets left them.
+                await self.kubelets.adopt(self.config.nodes)
+            else:
+                await self.kubelets.add(self.config.nodes)
             self._spawn(self.kubelets.run(), "agents")
             if self.config.elide_heartbeats and isinstance(self.clock, VirtualClock):
                 nlc = None
