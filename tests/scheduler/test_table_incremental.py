@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from taintplane.api.taints import Taint
 from taintplane.clock import VirtualClock
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.scheduler import Scheduler
@@ -209,15 +210,20 @@ def apply(scheduler: Scheduler, op: str, value: Any, seen: dict[str, dict[str, A
         scheduler._pod_deleted(value)
 
 
+def bare(taints: tuple[Taint, ...]) -> list[tuple[str, str, str]]:
+    return [(t.key, t.value, t.effect) for t in taints]
+
+
 def same_table(kept: NodeTable, fresh: NodeTable) -> None:
     assert [n.name for n in kept.nodes] == [n.name for n in fresh.nodes]
     assert list(kept.names) == list(fresh.names)
     for column in COLUMNS:
         assert np.array_equal(getattr(kept, column), getattr(fresh, column)), column
-    # Group numbers may differ; each row's taints may not.
-    assert [kept.groups[g] for g in kept.taint_group] == [
-        fresh.groups[g] for g in fresh.taint_group
-    ]
+    # Group numbers may differ, and so may the timeAdded of a group's taints (those of its
+    # first node), which no toleration reads; each row's taints may not.
+    rows = [bare(node.taints) for node in fresh.nodes]
+    assert [bare(kept.groups[g]) for g in kept.taint_group] == rows
+    assert [bare(fresh.groups[g]) for g in fresh.taint_group] == rows
     assert kept.image_nodes == fresh.image_nodes
     assert len(kept.groups) <= 2 * len(fresh.groups) + 8
 
@@ -257,3 +263,23 @@ def test_taint_groups_no_row_uses_are_dropped() -> None:
         same_table(table, NodeTable(table.nodes))
     tolerating = make_pod("t", tolerations=[{"key": "k19-n1", "operator": "Exists"}])
     assert scheduler.decide(PodInfo.of(tolerating)).node == "n1"
+
+
+def test_taints_differing_only_in_time_added_share_a_group() -> None:
+    """A zone's nodes tainted one by one NoExecute: one group, not one per node."""
+    outage = [
+        make_node(
+            n,
+            taints=[
+                {"key": "outage", "effect": "NoExecute", "timeAdded": f"2026-01-01T00:00:0{i}Z"}
+            ],
+        )
+        for i, n in enumerate(NAMES[:5])
+    ]
+    scheduler = offline(*outage, make_node("spare"))
+    table = scheduler.placement.table()
+    assert len(table.groups) == 2
+    tolerating = make_pod("t", tolerations=[{"key": "outage", "operator": "Exists"}])
+    decisions = {scheduler.decide(PodInfo.of(tolerating)).node for _ in range(30)}
+    assert decisions - {"spare"}
+    assert scheduler.decide(PodInfo.of(make_pod("p"))).node == "spare"

@@ -14,8 +14,11 @@ changed reloads its usage (:meth:`NodeTable.refresh`). ``tests/scheduler/test_ta
 checks the kept table against a fresh one after random changes.
 
 Nodes with the same taints share a *taint group*, so a toleration is matched once per
-distinct taint set, not once per node. Which number a group has does not matter (plugins
-only index by it); groups no row uses any more are dropped once they outnumber the live ones.
+distinct taint set, not once per node. A taint's ``timeAdded`` does not count: no toleration
+reads it when scheduling, and a NoExecute taint applied node by node (a zone's outage) carries
+a different one on every node, which would make a group of each. Which number a group has
+does not matter (plugins only index by it); groups no row uses any more are dropped once they
+outnumber the live ones.
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ class NodeTable:
         self.affinity_pods: Ints
         self.anti_affinity_pods: Ints
         self.groups: list[tuple[Taint, ...]] = []
-        self._group_ids: dict[tuple[Taint, ...], int] = {}
+        self._group_ids: dict[tuple[tuple[str, str, str], ...], int] = {}
         self._group_rows: list[int] = []  # rows in each group
         self._live_groups = 0  # groups with rows
         #: How many nodes have each image (upstream's ImageStateSummary.NumNodes).
@@ -150,9 +153,10 @@ class NodeTable:
         self.alloc_storage[i] = allocatable.get("ephemeral-storage", 0)
         self.alloc_pods[i] = allocatable.get("pods", 0)
         self.unschedulable[i] = node.unschedulable
-        group = self._group_ids.get(node.taints)
+        key = tuple((t.key, t.value, t.effect) for t in node.taints)
+        group = self._group_ids.get(key)
         if group is None:
-            group = self._group_ids[node.taints] = len(self.groups)
+            group = self._group_ids[key] = len(self.groups)
             self.groups.append(node.taints)
             self._group_rows.append(0)
         self._group_rows[group] += 1
@@ -193,6 +197,9 @@ class NodeTable:
         renumber[live] = np.arange(len(live))
         self.taint_group = renumber[self.taint_group]
         self.groups = [self.groups[int(g)] for g in live]
-        self._group_ids = {taints: g for g, taints in enumerate(self.groups)}
+        self._group_ids = {
+            tuple((t.key, t.value, t.effect) for t in taints): g
+            for g, taints in enumerate(self.groups)
+        }
         self._group_rows = np.bincount(self.taint_group, minlength=len(live)).tolist()
         self._live_groups = len(live)
