@@ -24,6 +24,7 @@ from taintplane.clock import Clock
 from taintplane.controllers import deployment_rollout as rollout
 from taintplane.controllers import deployment_status as dstatus
 from taintplane.controllers import deploymentutil as du
+from taintplane.controllers.own_writes import OwnWrites
 from taintplane.controllers.workloads import OWNER_INDEX, claim, controller_ref, owner_index
 
 __all__ = ["DeploymentController"]
@@ -47,6 +48,10 @@ class DeploymentController:
                 informer.add_index(OWNER_INDEX, owner_index)
         self.recorder = EventRecorder(client, clock, COMPONENT)
         self.queue = WorkQueue(clock, name="deployment")
+        #: Our writes the informers have not shown yet: a sync reads them instead of the
+        #: older cached copies (so it neither writes again nor meets a 409).
+        self.own_writes = OwnWrites()
+        self.rs_writes = OwnWrites()
         enqueue = self._enqueue
         self.deployments.add_handlers(enqueue, lambda _old, new: enqueue(new), enqueue)
         self.replicasets.add_handlers(self._rs_added, self._rs_updated, self._rs_deleted)
@@ -115,27 +120,41 @@ class DeploymentController:
             self._enqueue_matching(new)
 
     def _rs_deleted(self, rs: dict[str, Any]) -> None:
+        self.rs_writes.forget(object_key(rs))
         owner = self._owner(rs)
         if owner is not None:
             self._enqueue(owner)
 
     def _pod_deleted(self, pod: dict[str, Any]) -> None:
-        """A Recreate rollout waits for the old pods to be gone, so their going matters."""
+        """A Recreate rollout waits for the old pods to be gone: upstream syncs it when the
+        last pod of its ReplicaSets goes (any other pod's going changes a ReplicaSet's status,
+        which queues it anyway)."""
         ref = controller_ref(pod)
         if ref is None or ref.get("kind") != "ReplicaSet":
             return
         rs = self.replicasets.get(f"{pod['metadata']['namespace']}/{ref.get('name')}")
         owner = None if rs is None else self._owner(rs)
-        if owner is not None and not du.is_rolling(owner):
+        if owner is not None and not du.is_rolling(owner) and not self._has_pods(owner):
             self._enqueue(owner)
+
+    def _has_pods(self, d: dict[str, Any]) -> bool:
+        """Whether a pod controlled by one of ``d``'s ReplicaSets and matching its selector
+        is cached (upstream's ``getPodMapForDeployment``, counted)."""
+        selector = _selector(d)
+        for rs in self.replicasets.by_index(OWNER_INDEX, d["metadata"].get("uid", "")):
+            for pod in self.pods.by_index(OWNER_INDEX, rs["metadata"].get("uid", "")):
+                if selector is None or selector.matches(pod["metadata"].get("labels") or {}):
+                    return True
+        return False
 
     # ---- sync ------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> None:
         cached = self.deployments.get(key)
         if cached is None:
+            self.own_writes.forget(key)
             return
-        d = copy.deepcopy(cached)
+        d = copy.deepcopy(self.own_writes.newer(key, cached))
         selector = _selector(d)
         if selector is None or selector.is_empty():
             self.recorder.event(
@@ -169,9 +188,10 @@ class DeploymentController:
     ) -> list[dict[str, Any]]:
         meta = d["metadata"]
         candidates = [
-            *self.replicasets.by_index(OWNER_INDEX, meta["uid"]),
-            *self.replicasets.by_index(OWNER_INDEX, f"orphan/{meta['namespace']}"),
+            self.rs_writes.newer(object_key(rs), rs) if self.rs_writes else rs
+            for rs in self.replicasets.by_index(OWNER_INDEX, meta["uid"])
         ]
+        candidates += self.replicasets.by_index(OWNER_INDEX, f"orphan/{meta['namespace']}")
         can_adopt = False
         if any(controller_ref(rs) is None for rs in candidates):
             try:
@@ -184,6 +204,11 @@ class DeploymentController:
                 if error.code != 404:
                     raise
         return await claim(self.client, REPLICASETS, d, selector, candidates, can_adopt=can_adopt)
+
+    def wrote_replicaset(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Note a ReplicaSet as our write returned it; returns it."""
+        self.rs_writes.wrote(object_key(result), result)
+        return result
 
     def _pods_by_rs(self, rs_list: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         return {
@@ -225,6 +250,7 @@ class DeploymentController:
         """Write ``d``'s status (and revision annotation); ``d`` becomes what was stored."""
         d["status"] = dstatus.omit_zero(d.get("status") or {})
         result = await self.client.update(DEPLOYMENTS, d, subresource="status")
+        self.own_writes.wrote(object_key(result), result)
         d.clear()
         d.update(result)
 
@@ -244,7 +270,7 @@ class DeploymentController:
         updated = copy.deepcopy(rs)
         updated["spec"]["replicas"] = new_scale
         du.set_replicas_annotations(updated, du.replicas(d), maximum)
-        result: dict[str, Any] = await self.client.update(REPLICASETS, updated)
+        result = self.wrote_replicaset(await self.client.update(REPLICASETS, updated))
         if size_changed:
             self.recorder.event(
                 d,

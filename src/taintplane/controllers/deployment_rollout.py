@@ -55,7 +55,7 @@ async def all_replicasets(
         min_ready = (d.get("spec") or {}).get("minReadySeconds", 0)
         if annotated or (rs.get("spec") or {}).get("minReadySeconds", 0) != min_ready:
             rs["spec"]["minReadySeconds"] = min_ready
-            return await c.client.update(REPLICASETS, rs), old
+            return c.wrote_replicaset(await c.client.update(REPLICASETS, rs)), old
         needs_update = _set_revision(d, rs["metadata"]["annotations"].get(du.REVISION, ""))
         if du.has_progress_deadline(d) and du.get_condition(status, "Progressing") is None:
             message = f'Found new replica set "{rs["metadata"]["name"]}"'

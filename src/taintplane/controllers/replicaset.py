@@ -22,6 +22,7 @@ from taintplane.client.informer import object_key
 from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
 from taintplane.clock import Clock
+from taintplane.controllers.own_writes import OwnWrites
 from taintplane.controllers.podranking import pods_to_delete
 from taintplane.controllers.replicaset_handlers import ReplicaSetHandlers, selector_of
 from taintplane.controllers.replicaset_pods import ReplicaSetPods
@@ -69,6 +70,9 @@ class ReplicaSetController(ReplicaSetHandlers):
         self.recorder = EventRecorder(client, clock, COMPONENT)
         self.queue = WorkQueue(clock, name="replicaset")
         self.expectations = Expectations(clock)
+        #: Status writes the informer has not shown yet: a sync reads them instead of the
+        #: older cached copies (so it neither writes again nor meets a 409).
+        self.own_writes = OwnWrites()
         self.replicasets.add_handlers(
             lambda rs: self.queue.add(object_key(rs)),
             self._rs_updated,
@@ -98,7 +102,9 @@ class ReplicaSetController(ReplicaSetHandlers):
         rs = self.replicasets.get(key)
         if rs is None:
             self.expectations.forget(key)
+            self.own_writes.forget(key)
             return
+        rs = self.own_writes.newer(key, rs)
         needs_sync = self.expectations.satisfied(key)
         spec = rs.get("spec") or {}
         selector = selector_of(rs)
@@ -310,6 +316,7 @@ class ReplicaSetController(ReplicaSetHandlers):
                 result: dict[str, Any] = await self.client.update(
                     REPLICASETS, updated, subresource="status"
                 )
+                self.own_writes.wrote(object_key(result), result)
                 return result
             except ApiError as failure:
                 if failure.code != 409 or attempt:
