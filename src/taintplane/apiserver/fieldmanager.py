@@ -168,10 +168,79 @@ def _changed_subtrees(
             new_part["metadata"] = {k: v for k, v in new_meta.items() if k in changed}
             old_part["metadata"] = {k: v for k, v in old_meta.items() if k in changed}
         elif new.get(key) != old.get(key):
-            if key in new:
+            if key in new and key in old:
+                new_part[key], old_part[key] = _narrowed(new[key], old[key], key)
+            elif key in new:
                 new_part[key] = new[key]
-            if key in old:
+            else:
                 old_part[key] = old[key]
+    return new_part, old_part
+
+
+def _narrowed(new: Any, old: Any, field: str = "") -> tuple[Any, Any]:
+    """Two values cut to what differs: non-empty maps to the keys whose values differ, the
+    items of associative lists to those that differ (each cut in turn, its key kept). A
+    node's heartbeat changes four timestamps of a status of ~100 owned fields. Equal parts
+    have equal leaves and create nothing, so the leaves that differ and the nodes created
+    are those of the full values. A cut that would leave a side empty is not made (an empty
+    map or list is a leaf of its own to the walks)."""
+    if isinstance(new, list) and isinstance(old, list) and new and old and field in MERGE_KEYS:
+        return _narrowed_items(field, new, old)
+    if not (isinstance(new, dict) and isinstance(old, dict) and new and old):
+        return new, old
+    new_part, old_part = _differing(new, old, keep="")
+    if not new_part or not old_part:
+        return new, old
+    return new_part, old_part
+
+
+def _differing(
+    new: dict[str, Any], old: dict[str, Any], keep: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The keys of two maps whose values differ, narrowed, and ``keep`` (a merge key)."""
+    new_part: dict[str, Any] = {}
+    old_part: dict[str, Any] = {}
+    for key, value in new.items():
+        if key not in old:
+            new_part[key] = value
+        elif key == keep:
+            new_part[key], old_part[key] = value, old[key]
+        elif value != old[key]:
+            new_part[key], old_part[key] = _narrowed(value, old[key], key)
+    for key, value in old.items():
+        if key not in new:
+            old_part[key] = value
+    return new_part, old_part
+
+
+def _narrowed_items(field: str, new: list[Any], old: list[Any]) -> tuple[Any, Any]:
+    """Associative lists cut to the items that differ (by key); as they are, unless every
+    item of both has a key of its own (the walks then treat them otherwise)."""
+    new_keys = [_element_key(field, item) for item in new]
+    old_keys = [_element_key(field, item) for item in old]
+    if (
+        not all(new_keys)
+        or not all(old_keys)
+        or len(set(new_keys)) != len(new)
+        or len(set(old_keys)) != len(old)
+    ):
+        return new, old
+    merge_key = MERGE_KEYS[field]
+    before = dict(zip(old_keys, old, strict=True))
+    after = dict(zip(new_keys, new, strict=True))
+    new_part: list[Any] = []
+    old_part: list[Any] = []
+    for element, item in after.items():
+        was = before.get(element)
+        if was is None:
+            new_part.append(item)
+        elif item != was:
+            item_part, was_part = _differing(item, was, keep=merge_key)
+            new_part.append(item_part)
+            old_part.append(was_part)
+    old_part.extend(item for element, item in before.items() if element not in after)
+    if not new_part or not old_part:
+        return new, old
     return new_part, old_part
 
 
@@ -208,7 +277,8 @@ def _created_walk(
         if all(keys):
             if not present:
                 out.add((*path, "."))
-            before = {_element_key(field, item): item for item in old or []} if present else {}
+            had = old if present and isinstance(old, list) else []
+            before = {_element_key(field, item): item for item in had}
             for element, item in zip(keys, value, strict=True):
                 assert element is not None
                 was = before.get(element)
@@ -368,9 +438,12 @@ def _store(
     now: str | None,
     paths: set[FieldPath],
     subresource: str,
+    *,
+    tree: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """``entries`` with ``manager``'s entry for ``operation`` set to ``paths``, stamped ``now``
-    (``None``: the write changed nothing of its own, and the entry keeps the time it had)."""
+    """``entries`` with ``manager``'s entry for ``operation`` set to ``paths`` (or to the
+    FieldsV1 ``tree`` of them), stamped ``now`` (``None``: the write changed nothing of its
+    own, and the entry keeps the time it had)."""
     kept: list[dict[str, Any]] = []
     previous: dict[str, Any] = {}
     for e in entries:
@@ -382,14 +455,14 @@ def _store(
             previous = e
         else:
             kept.append(e)
-    if paths:
+    if paths or tree:
         entry: dict[str, Any] = {"manager": manager, "operation": operation}
         entry["apiVersion"] = api_version
         time = now if now is not None else previous.get("time")
         if time:
             entry["time"] = time
         entry["fieldsType"] = "FieldsV1"
-        entry["fieldsV1"] = to_fields_v1(sorted(paths))
+        entry["fieldsV1"] = tree if tree is not None else to_fields_v1(sorted(paths))
         if subresource:
             entry["subresource"] = subresource
         kept.append(entry)
@@ -579,6 +652,10 @@ def record_update(
     skip = skip_status and subresource != "status"
     changed, removed = _compare(new, old, skip)
     key = (manager, "Update", subresource)
+    restamped = _restamped(entries, key, changed, removed, api_version, now)
+    if restamped is not None:
+        metadata["managedFields"] = restamped
+        return
     _disown(entries, changed | removed, key)
     mine = next(
         (
@@ -597,6 +674,60 @@ def record_update(
     )
     if not metadata["managedFields"]:
         del metadata["managedFields"]
+
+
+def _restamped(
+    entries: list[dict[str, Any]],
+    key: tuple[str, str, str],
+    changed: set[FieldPath],
+    removed: set[FieldPath],
+    api_version: str,
+    now: str,
+) -> list[dict[str, Any]] | None:
+    """The record of a write that only changed fields its manager alone already owns (a
+    heartbeat, a status report): the same entries, the manager's stamped ``now``, without
+    reading its fields into paths and writing them back. None when that is not the case or
+    its entry is not as :func:`to_fields_v1` writes it (then the full record makes it so)."""
+    if not changed or removed:
+        return None
+    mine = [
+        e
+        for e in entries
+        if (e.get("manager"), e.get("operation"), e.get("subresource", "")) == key
+    ]
+    if len(mine) != 1:
+        return None
+    tree = mine[0].get("fieldsV1")
+    if not isinstance(tree, dict) or not all(_owns(tree, path) for path in changed):
+        return None
+    if not _canonical(tree):
+        return None
+    for entry in entries:
+        if entry is not mine[0] and any(_reaches(entry.get("fieldsV1"), p) for p in changed):
+            return None
+    manager, operation, subresource = key
+    return _store(entries, manager, operation, api_version, now, set(), subresource, tree=tree)
+
+
+def _owns(tree: Mapping[str, Any], path: FieldPath) -> bool:
+    """Does the FieldsV1 ``tree`` own ``path`` itself (a leaf of the tree)?"""
+    node: Any = tree
+    for part in path:
+        if not isinstance(node, dict):
+            return False
+        node = node.get(part)
+    return isinstance(node, dict) and not node
+
+
+def _canonical(tree: Mapping[str, Any]) -> bool:
+    """Is ``tree`` what to_fields_v1 writes for its paths: maps all the way down, the keys
+    of each in sorted order?"""
+    keys = list(tree)
+    if keys != sorted(keys):
+        return False
+    return all(
+        isinstance(child, dict) and (not child or _canonical(child)) for child in tree.values()
+    )
 
 
 def _compare(
