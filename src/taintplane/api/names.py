@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import re
+from functools import lru_cache
 
 __all__ = [
     "DNS1123_SUBDOMAIN_MAX_LENGTH",
@@ -102,6 +103,17 @@ def is_dns1123_subdomain(value: str, wording: Wording = Wording.SERVER_1_35) -> 
 
 def is_qualified_name(value: str, wording: Wording = Wording.SERVER_1_35) -> list[str]:
     """A label key, taint key or toleration key: ``[prefix/]name``."""
+    return list(_qualified_name_problems(value, wording))
+
+
+def is_valid_label_value(value: str, wording: Wording = Wording.SERVER_1_35) -> list[str]:
+    return list(_label_value_problems(value, wording))
+
+
+# Every write of a labelled object checks the same few keys and values again (a node's
+# status report its seven labels): the answers are kept, a bounded number of them.
+@lru_cache(maxsize=4096)
+def _qualified_name_problems(value: str, wording: Wording) -> tuple[str, ...]:
     problems: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -114,11 +126,11 @@ def is_qualified_name(value: str, wording: Wording = Wording.SERVER_1_35) -> lis
             problems.extend("prefix part " + msg for msg in is_dns1123_subdomain(prefix, wording))
     else:
         what = "a valid label key " if wording is Wording.SERVER_1_35 else "a qualified name "
-        return [
+        return (
             what
             + regex_error(_QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        )
     if not name:
         problems.append("name part " + empty_error())
     elif _byte_len(name) > QUALIFIED_NAME_MAX_LENGTH:
@@ -128,10 +140,11 @@ def is_qualified_name(value: str, wording: Wording = Wording.SERVER_1_35) -> lis
             "name part "
             + regex_error(_QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
         )
-    return problems
+    return tuple(problems)
 
 
-def is_valid_label_value(value: str, wording: Wording = Wording.SERVER_1_35) -> list[str]:
+@lru_cache(maxsize=4096)
+def _label_value_problems(value: str, wording: Wording) -> tuple[str, ...]:
     problems = []
     if _byte_len(value) > LABEL_VALUE_MAX_LENGTH:
         problems.append(max_len_error(LABEL_VALUE_MAX_LENGTH, wording))
@@ -139,7 +152,7 @@ def is_valid_label_value(value: str, wording: Wording = Wording.SERVER_1_35) -> 
         problems.append(
             regex_error(_LABEL_VALUE_ERR, LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
         )
-    return problems
+    return tuple(problems)
 
 
 def is_decimal_integer(value: str) -> list[str]:

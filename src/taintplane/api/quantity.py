@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 __all__ = ["QuantityError", "go_parse_error", "milli_value", "parse_quantity", "value"]
 
@@ -55,6 +56,9 @@ def go_parse_error(text: str) -> str | None:
     return SUFFIX_WRONG
 
 
+# A node's status report carries a dozen quantities, the same ones every time: answers are
+# kept (typed: True, 1 and 1.0 are different inputs here).
+@lru_cache(maxsize=4096, typed=True)
 def parse_quantity(text: str | int | float) -> Decimal:
     """The exact amount a quantity names."""
     if isinstance(text, bool):
