@@ -10,7 +10,6 @@ maxUnavailable, or ``Recreate``), then writes the status with the ``Available`` 
 
 from __future__ import annotations
 
-import copy
 import logging
 from typing import Any
 
@@ -25,7 +24,13 @@ from taintplane.controllers import deployment_rollout as rollout
 from taintplane.controllers import deployment_status as dstatus
 from taintplane.controllers import deploymentutil as du
 from taintplane.controllers.own_writes import OwnWrites
-from taintplane.controllers.workloads import OWNER_INDEX, claim, controller_ref, owner_index
+from taintplane.controllers.workloads import (
+    OWNER_INDEX,
+    claim,
+    controller_ref,
+    deep_copy,
+    owner_index,
+)
 
 __all__ = ["DeploymentController"]
 
@@ -154,7 +159,7 @@ class DeploymentController:
         if cached is None:
             self.own_writes.forget(key)
             return
-        d = copy.deepcopy(self.own_writes.newer(key, cached))
+        d = deep_copy(self.own_writes.newer(key, cached))
         selector = _selector(d)
         if selector is None or selector.is_empty():
             self.recorder.event(
@@ -267,7 +272,7 @@ class DeploymentController:
             rs, du.replicas(d), maximum
         ):
             return False, rs
-        updated = copy.deepcopy(rs)
+        updated = deep_copy(rs)
         updated["spec"]["replicas"] = new_scale
         du.set_replicas_annotations(updated, du.replicas(d), maximum)
         result = self.wrote_replicaset(await self.client.update(REPLICASETS, updated))

@@ -14,7 +14,7 @@ from taintplane.controllers.deployment_status import (
     sync_deployment_status,
     sync_rollout_status,
 )
-from taintplane.controllers.workloads import new_controller_ref
+from taintplane.controllers.workloads import deep_copy, new_controller_ref
 
 if TYPE_CHECKING:
     from taintplane.controllers.deployment import DeploymentController
@@ -50,7 +50,7 @@ async def all_replicasets(
     now = c.clock.now()
     status = d.setdefault("status", {})
     if existing is not None:
-        rs = copy.deepcopy(existing)
+        rs = deep_copy(existing)
         annotated = du.set_new_rs_annotations(d, rs, new_revision, exists=True)
         min_ready = (d.get("spec") or {}).get("minReadySeconds", 0)
         if annotated or (rs.get("spec") or {}).get("minReadySeconds", 0) != min_ready:

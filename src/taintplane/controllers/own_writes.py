@@ -15,8 +15,9 @@ Resource versions are compared as integers; a version that is not one is never n
 
 from __future__ import annotations
 
-import copy
 from typing import Any
+
+from taintplane.controllers.workloads import deep_copy
 
 __all__ = ["OwnWrites"]
 
@@ -43,7 +44,7 @@ class OwnWrites:
         caller may go on changing its own)."""
         version = _version(result)
         if version is not None and version > self._written.get(key, (-1, {}))[0]:
-            self._written[key] = (version, copy.deepcopy(result))
+            self._written[key] = (version, deep_copy(result))
 
     def newer(self, key: str, cached: dict[str, Any]) -> dict[str, Any]:
         """``cached`` (the informer's copy of ``key``), or our last write of it if that is

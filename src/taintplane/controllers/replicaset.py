@@ -39,6 +39,7 @@ from taintplane.controllers.workloads import (
     Expectations,
     claim,
     controller_ref,
+    deep_copy,
     is_pod_active,
     is_pod_terminating,
     namespace_index,
@@ -250,7 +251,7 @@ class ReplicaSetController(ReplicaSetHandlers):
 
     async def _create_pod(self, rs: dict[str, Any]) -> None:
         meta = rs["metadata"]
-        template = copy.deepcopy((rs.get("spec") or {}).get("template") or {})
+        template = deep_copy((rs.get("spec") or {}).get("template") or {})
         template_meta = template.get("metadata") or {}
         labels = dict(template_meta.get("labels") or {})
         if not labels:
@@ -309,7 +310,7 @@ class ReplicaSetController(ReplicaSetHandlers):
             return rs
         if generation:
             status["observedGeneration"] = generation
-        updated = copy.deepcopy(rs)
+        updated = deep_copy(rs)
         for attempt in range(2):  # one retry on a stale copy, as upstream
             updated["status"] = omit_zero(status)
             try:
