@@ -5,14 +5,15 @@ benchmark measures the configuration users run."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 import uvloop
 
-__all__ = ["run", "settle_heap"]
+__all__ = ["run", "settle_heap", "settled_heap"]
 
 _T = TypeVar("_T")
 
@@ -24,6 +25,20 @@ def settle_heap() -> None:
     and, at thousands of writes per second, several percent of the CPU)."""
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
+
+
+@contextlib.contextmanager
+def settled_heap() -> Iterator[None]:
+    """:func:`settle_heap` for one long piece of work in a process that goes on afterwards
+    (a what-if run, which tests invoke in their own process): the objects frozen and the
+    thresholds are given back when it ends."""
+    thresholds = gc.get_threshold()
+    settle_heap()
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 def run(main: Coroutine[Any, Any, _T], *, virtual_time: bool = False) -> _T:

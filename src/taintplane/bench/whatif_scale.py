@@ -131,9 +131,10 @@ def what_if(
                 profiler.dump_stats(f"{profile}.window")
                 profiler = None
 
-    report = asyncio.run(
-        run_what_if(objects, plan, start=start, window=window, progress=progress, stops=stops)
-    )
+    with runtime.settled_heap():  # as the CLI runs it
+        report = asyncio.run(
+            run_what_if(objects, plan, start=start, window=window, progress=progress, stops=stops)
+        )
     text = json.dumps(report.to_json(), indent=2)
     phases.mark("report")
     outcomes: dict[str, int] = {}
