@@ -22,6 +22,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from taintplane import runtime
 from taintplane.api.duration import parse_duration
 from taintplane.sim.scenario import parse_scenario
 from taintplane.sim.simulate import run_scenario
@@ -116,9 +117,10 @@ def main() -> None:
     profiler = cProfile.Profile() if args.profile else None
     if profiler is not None:
         profiler.enable()
-    report = asyncio.run(
-        run_scenario(played, progress=progress, rest_at_samples=args.rest_at_samples)
-    )
+    with runtime.settled_heap():  # as `taintplane simulate` runs
+        report = asyncio.run(
+            run_scenario(played, progress=progress, rest_at_samples=args.rest_at_samples)
+        )
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(args.profile)
