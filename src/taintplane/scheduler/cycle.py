@@ -106,7 +106,8 @@ class Placement:
             self._touched.update(name for name in node_names if name)
 
     def node_order(self) -> list[NodeInfo]:
-        """The nodes of the cycle (those whose Node object is known), in name order."""
+        """The nodes of the cycle (those whose Node object is known), in name order: the
+        table's own list, kept up to date in place (read it, do not change it)."""
         return self.table().nodes
 
     def table(self) -> NodeTable:
