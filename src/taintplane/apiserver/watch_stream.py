@@ -74,10 +74,16 @@ async def watch_lines(
         timeoutSeconds < 2 gets none). The heartbeat counts the cluster's clock, the deadline
         the request's (the same clock unless the cluster runs on virtual time)."""
         while True:
-            left = None if deadline is None else deadline - PRE_TIMEOUT - request_clock.monotonic()
-            if left is not None and left < 0:
+            if deadline is None:
+                # No end to come before (a component's informer): only the heartbeat, one
+                # sleep of the cluster's clock (under virtual time, one of thousands a day).
+                await clock.sleep(frequency)
+                await queue_bookmark()
+                continue
+            left = deadline - PRE_TIMEOUT - request_clock.monotonic()
+            if left < 0:
                 return
-            if left is not None and left <= frequency:
+            if left <= frequency:
                 # min(now + frequency, deadline - 2 s) is the deadline's: the last one.
                 await request_clock.sleep(left)
                 await queue_bookmark()
