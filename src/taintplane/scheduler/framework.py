@@ -47,6 +47,7 @@ __all__ = [
     "PreFilterPlugin",
     "PreFilterResult",
     "PreScorePlugin",
+    "QueueingHintFn",
     "Registry",
     "ReservePlugin",
     "ScorePlugin",
@@ -116,6 +117,12 @@ class PreFilterResult:
 
 class Plugin(Protocol):
     name: str
+
+
+#: ``QueueingHintFn``: may this event (the object before and after; ``None`` before for an add,
+#: after for a delete) make this pod, which the plugin rejected, schedulable? ``True`` is
+#: Queue, ``False`` QueueSkip. A plugin's ``queueing_hints()`` maps event kinds to these.
+QueueingHintFn = Callable[[PodInfo, Any, Any], bool]
 
 
 #: Runs the filters for a pod on a node (the scheduler's, which counts nominated pods).

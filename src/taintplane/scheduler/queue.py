@@ -18,8 +18,17 @@ a pod the same way each time it would become active: it is not tried (no attempt
 no FailedScheduling) until an event the plugin cares about, or an update of the pod, lets it
 through.
 
-If such an event happens while a pod is being scheduled, the pod goes to backoff rather than
-unschedulable when it fails: otherwise the event that could have helped it would be lost.
+Queueing hints (SchedulerQueueingHints, GA and on in 1.35): for each event a rejecting plugin
+registered, its hint, given the object before and after, says whether this event can make this
+pod schedulable (Queue) or not (QueueSkip); the pod moves if any of its rejecting plugins says
+Queue. A heartbeat never gets here (the scheduler raises events only for changes of taints,
+labels, ``unschedulable`` or allocatable), and an unrelated taint wakes nobody, so the work per
+event follows the pods it may help rather than every parked pod. Without a hint for a plugin
+and event (or without the objects) the answer is Queue, as upstream's on an error.
+
+If such an event happens while a pod is being scheduled and a hint says Queue for it, the pod
+goes to backoff rather than unschedulable when it fails: otherwise the event that could have
+helped it would be lost (upstream's inFlightEvents).
 Time comes from the clock, so backoff and the five-minute flush run on virtual time in tests.
 """
 
@@ -28,15 +37,21 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from taintplane.clock import Clock, sleep_or_wake
-from taintplane.scheduler.nodeinfo import PodInfo
+from taintplane.scheduler.events import ClusterEvent
+from taintplane.scheduler.framework import QueueingHintFn
+from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
 
-__all__ = ["ClusterEvent", "SchedulingQueue"]
+__all__ = ["ClusterEvent", "Hints", "SchedulingQueue"]
+
+log = logging.getLogger(__name__)
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
@@ -47,22 +62,8 @@ SCHEDULING_GATES = "SchedulingGates"
 
 #: A PreEnqueue plugin's check: may the pod be tried now?
 PreEnqueue = Callable[[PodInfo], bool]
-
-
-class ClusterEvent:
-    NODE_ADD = "NodeAdd"
-    NODE_TAINT = "NodeTaintChange"
-    NODE_LABEL = "NodeLabelChange"
-    NODE_SCHEDULABLE = "NodeSpecUnschedulableChange"
-    NODE_ALLOCATABLE = "NodeAllocatableChange"
-    ASSIGNED_POD_ADD = "AssignedPodAdd"
-    ASSIGNED_POD_DELETE = "AssignedPodDelete"
-    POD_UPDATE = "UnscheduledPodUpdate"
-    POD_GENERATED_CLAIM = "UpdatePodGeneratedResourceClaim"
-    RESOURCE_CLAIM = "ResourceClaimChange"
-    RESOURCE_SLICE = "ResourceSliceChange"
-    DEVICE_CLASS = "DeviceClassChange"
-    DEVICE_TAINT_RULE = "DeviceTaintRuleChange"
+#: Each plugin's queueing hints, by plugin name, then by event kind.
+Hints = Mapping[str, Mapping[str, QueueingHintFn]]
 
 
 #: Which events may make a pod rejected by each plugin schedulable (upstream's EventsToRegister).
@@ -120,6 +121,13 @@ INTERESTS: dict[str, set[str]] = {
 }
 
 
+#: The plugins interested in each event kind ("" stands for pods no plugin rejected).
+_INTERESTED: dict[str, set[str]] = {}
+for _plugin, _events in INTERESTS.items():
+    for _event in _events:
+        _INTERESTED.setdefault(_event, {""}).add(_plugin)
+
+
 @dataclass
 class QueuedPod:
     info: PodInfo
@@ -131,10 +139,16 @@ class QueuedPod:
 
 
 class SchedulingQueue:
-    def __init__(self, clock: Clock, pre_enqueue: Mapping[str, PreEnqueue] | None = None) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        pre_enqueue: Mapping[str, PreEnqueue] | None = None,
+        hints: Hints | None = None,
+    ) -> None:
         self.clock = clock
         #: PreEnqueue plugins after SchedulingGates, by name, in order.
         self.pre_enqueue = dict(pre_enqueue or {})
+        self.hints: Hints = hints or {}
         # Gated pods (lazily cleaned), checked again on the events their gate cares about.
         self._gated_keys: set[str] = set()
         self._order = itertools.count()
@@ -149,9 +163,16 @@ class SchedulingQueue:
         # Unschedulable pods by the time they were parked (a heap, lazily cleaned), so the
         # five-minute flush never scans the whole queue.
         self._parked: list[tuple[float, int, str]] = []
+        # How many unschedulable pods each plugin rejected ("": pods none rejected), and what
+        # rejected each, so that an event no parked pod's plugin cares about costs nothing.
+        self._parked_by: dict[str, int] = {}
+        self._parked_plugins: dict[str, frozenset[str]] = {}
         self._wakeup = asyncio.Event()
         self.scheduling_cycle = 0
-        self._move_cycle = -1
+        # Pods being scheduled, and the events (with the cycle they came in) since the oldest
+        # of them was popped: a failing pod moves on if one of them may have helped it.
+        self._inflight: set[str] = set()
+        self._inflight_events: list[tuple[int, str, Any, Any, int | None]] = []
 
     # ---- adding and removing ---------------------------------------------------------------
 
@@ -166,7 +187,9 @@ class SchedulingQueue:
             return
         self._activate(queued)
 
-    def update(self, info: PodInfo) -> None:
+    def update(
+        self, info: PodInfo, old: PodInfo | None = None, event: str = ClusterEvent.POD_UPDATE
+    ) -> None:
         """A pending pod changed: it may fit now (its tolerations or affinity grew)."""
         queued = self._pods.get(info.key)
         if queued is None:
@@ -174,10 +197,17 @@ class SchedulingQueue:
             return
         queued.info = info
         # Upstream's Update: a pod in backoff stays there; an unschedulable one goes to
-        # backoff, or active if its backoff is over; a gated one is checked again (PreEnqueue).
+        # backoff, or active if its backoff is over, if its rejecting plugins' hints for this
+        # change of the pod itself say Queue (always, when the old version is not given); a
+        # gated one is checked again (PreEnqueue); one in flight remembers the change.
         where = self._where.get(info.key)
-        if where in ("unschedulable", "gated"):
+        if where == "gated" or (
+            where == "unschedulable"
+            and (old is None or self._worth_requeuing(queued, event, old, info))
+        ):
             self._move(queued)
+        elif where == "inflight":
+            self._inflight_events.append((self.scheduling_cycle, event, old, info, None))
 
     def refresh(self, info: PodInfo) -> None:
         """A pending pod changed in a way that cannot make it fit (its status, say): keep the
@@ -189,7 +219,7 @@ class SchedulingQueue:
 
     def delete(self, key: str) -> None:
         self._pods.pop(key, None)
-        self._where.pop(key, None)
+        self._place(key, None)
         self._gated_keys.discard(key)
 
     def __contains__(self, key: str) -> bool:
@@ -200,6 +230,29 @@ class SchedulingQueue:
         for where in self._where.values():
             counts[where] = counts.get(where, 0) + 1
         return counts
+
+    def _place(self, key: str, where: str | None) -> None:
+        """Where the pod is now (``None``: gone), keeping the counts of parked pods by
+        rejecting plugin and the set of pods in flight."""
+        was = self._where.get(key)
+        if was == "unschedulable":
+            for plugin in self._parked_plugins.pop(key):
+                self._parked_by[plugin] -= 1
+        elif was == "inflight":
+            self._inflight.discard(key)
+            if not self._inflight:
+                self._inflight_events.clear()
+        if where is None:
+            self._where.pop(key, None)
+            return
+        self._where[key] = where
+        if where == "unschedulable":
+            plugins = frozenset(self._pods[key].rejected_by or {""})
+            self._parked_plugins[key] = plugins
+            for plugin in plugins:
+                self._parked_by[plugin] = self._parked_by.get(plugin, 0) + 1
+        elif where == "inflight":
+            self._inflight.add(key)
 
     def _gate(self, queued: QueuedPod) -> bool:
         """``runPreEnqueuePlugins``: the first plugin that holds the pod back gates it (and is
@@ -214,7 +267,7 @@ class SchedulingQueue:
         if not gate:
             return False
         queued.rejected_by = {gate}
-        self._where[info.key] = "gated"
+        self._place(info.key, "gated")
         self._gated_keys.add(info.key)
         return True
 
@@ -223,7 +276,7 @@ class SchedulingQueue:
         if self._gate(queued):
             return
         key = queued.info.key
-        self._where[key] = "active"
+        self._place(key, "active")
         heapq.heappush(
             self._active, (-queued.info.priority, queued.added_at, next(self._order), key)
         )
@@ -237,7 +290,7 @@ class SchedulingQueue:
             return
         key = queued.info.key
         queued.backoff_until = _align(queued.added_at + _backoff(queued.attempts))
-        self._where[key] = "backoff"
+        self._place(key, "backoff")
         if queued.rejected_by:
             entry = (queued.backoff_until, -queued.info.priority, queued.added_at)
             heapq.heappush(self._backoff, (*entry, next(self._order), key))
@@ -268,7 +321,7 @@ class SchedulingQueue:
             self._flush()
             queued = self._pop_active() or self._pop_backoff()
             if queued is not None:
-                self._where[queued.info.key] = "inflight"
+                self._place(queued.info.key, "inflight")
                 queued.attempts += 1
                 queued.rejected_by = set()  # as unlockedPop resets UnschedulablePlugins
                 self.scheduling_cycle += 1
@@ -349,10 +402,15 @@ class SchedulingQueue:
             return  # deleted meanwhile
         queued.rejected_by = set(rejected_by)
         queued.added_at = self.clock.monotonic()
-        if self._move_cycle >= queued.cycle:
-            self._move(queued)  # something changed while it was being scheduled
+        if any(
+            cycle >= queued.cycle
+            and (max_priority is None or queued.info.priority <= max_priority)
+            and self._worth_requeuing(queued, event, old, new)
+            for cycle, event, old, new, max_priority in self._inflight_events
+        ):
+            self._move(queued)  # something that may help it changed while it was scheduled
         else:
-            self._where[info.key] = "unschedulable"
+            self._place(info.key, "unschedulable")
             heapq.heappush(self._parked, (queued.added_at, next(self._order), info.key))
 
     def error(self, info: PodInfo) -> None:
@@ -365,26 +423,58 @@ class SchedulingQueue:
 
     # ---- cluster events -------------------------------------------------------------------
 
-    def on_event(self, event: str, *, max_priority: int | None = None) -> None:
-        """Move the unschedulable pods that ``event`` might help; with ``max_priority`` only
+    def on_event(
+        self,
+        event: str,
+        old: Any = None,
+        new: Any = None,
+        *,
+        max_priority: int | None = None,
+    ) -> None:
+        """Move the unschedulable pods that ``event`` (``old`` and ``new``: the object before
+        and after) may help, as their rejecting plugins' hints say; with ``max_priority`` only
         those of that priority or lower (upstream's PreEnqueueCheck getLEPriorityPreCheck)."""
-        self._move_cycle = self.scheduling_cycle
-        for _, _, key in list(self._parked):
-            queued = self._pods.get(key)
-            if queued is None or self._where.get(key) != "unschedulable":
-                continue
-            if max_priority is not None and queued.info.priority > max_priority:
-                continue
-            if not queued.rejected_by or any(
-                event in INTERESTS.get(p, set()) for p in queued.rejected_by
-            ):
-                self._move(queued)
+        interested = _INTERESTED.get(event, {""})
+        if self._inflight:
+            self._inflight_events.append((self.scheduling_cycle, event, old, new, max_priority))
+        if any(self._parked_by.get(plugin) for plugin in interested):
+            # In the parked heap's order, as before hints: moves made at one instant keep the
+            # order they had.
+            for _, _, key in list(self._parked):
+                queued = self._pods.get(key)
+                if queued is None or self._where.get(key) != "unschedulable":
+                    continue
+                if max_priority is not None and queued.info.priority > max_priority:
+                    continue
+                if not self._parked_plugins[key].isdisjoint(interested) and (
+                    self._worth_requeuing(queued, event, old, new)
+                ):
+                    self._move(queued)
         for key in list(self._gated_keys):
             queued = self._pods.get(key)
             if queued is None or self._where.get(key) != "gated":
                 self._gated_keys.discard(key)
-            elif any(event in INTERESTS.get(p, set()) for p in queued.rejected_by):
+            elif queued.rejected_by and self._worth_requeuing(queued, event, old, new):
                 self._move(queued)
+
+    def _worth_requeuing(self, queued: QueuedPod, event: str, old: Any, new: Any) -> bool:
+        """``isPodWorthRequeuing``: Queue if no plugin rejected the pod, or one that did
+        registered ``event`` and its hint (or the lack of one) says Queue."""
+        if not queued.rejected_by:
+            return True
+        for plugin in queued.rejected_by:
+            if event not in INTERESTS.get(plugin, ()):
+                continue
+            hint = self.hints.get(plugin, {}).get(event)
+            if hint is None or (old is None and new is None) or _on_nominated_node(queued, new):
+                return True
+            try:
+                if hint(queued.info, old, new):
+                    return True
+            except Exception as error:  # a failing hint must not strand the pod
+                log.info("queueing hint of %s for %s failed: %s", plugin, event, error)
+                return True
+        return False
 
     def _move(self, queued: QueuedPod) -> None:
         """Out of unschedulable (or gated): to backoff if its backoff since the failure has not
@@ -393,6 +483,17 @@ class SchedulingQueue:
             self._to_backoff(queued)
         else:
             self._activate(queued)
+
+
+def _on_nominated_node(queued: QueuedPod, node: Any) -> bool:
+    """A change of the node the pod is nominated to (and holds room on) is worth a retry, so
+    that a nomination that can no longer hold is cleared at once. Upstream's hints would wait
+    for an event that helps the pod (its victims' deletion, say); here, where only nominated
+    pods pay for it, the retry is kept as it was before hints."""
+    if not isinstance(node, NodeInfo):
+        return False
+    nominated = (queued.info.pod.get("status") or {}).get("nominatedNodeName")
+    return bool(nominated) and nominated == node.name
 
 
 def _gated(info: PodInfo) -> bool:

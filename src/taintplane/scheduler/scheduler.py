@@ -38,7 +38,7 @@ from taintplane.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from taintplane.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from taintplane.scheduler.plugins.taint_toleration import TaintToleration
 from taintplane.scheduler.preemption import DefaultPreemption
-from taintplane.scheduler.queue import ClusterEvent, SchedulingQueue
+from taintplane.scheduler.queue import ClusterEvent, Hints, SchedulingQueue
 
 __all__ = ["DEFAULT_SCHEDULER", "Scheduler", "default_framework", "nodes_to_find"]
 
@@ -97,6 +97,16 @@ def default_framework(
     return Framework(plugins, weights)
 
 
+def queueing_hints(framework: Framework) -> Hints:
+    """Each plugin's ``queueing_hints()`` (EnqueueExtensions), by plugin name."""
+    found: dict[str, Any] = {}
+    for plugin in framework.plugins:
+        hints = getattr(plugin, "queueing_hints", None)
+        if hints is not None:
+            found[plugin.name] = hints()  # type: ignore[attr-defined]
+    return found
+
+
 class Scheduler:
     def __init__(
         self,
@@ -130,7 +140,9 @@ class Scheduler:
         # The placement's own maps, which the informer handlers keep current.
         self.nodes = self.placement.nodes
         self.nominated = self.placement.nominated
-        self.queue = SchedulingQueue(clock, {names.DYNAMIC_RESOURCES: self.dra.pre_enqueue})
+        self.queue = SchedulingQueue(
+            clock, {names.DYNAMIC_RESOURCES: self.dra.pre_enqueue}, queueing_hints(self.framework)
+        )
         self._assumed: dict[str, str] = {}  # pod key -> node, until the binding is seen
         self._placed: dict[str, str] = {}  # pod key -> the node whose accounting holds it
         self.recorder = SeriesEventRecorder(
@@ -220,7 +232,7 @@ class Scheduler:
         existing = self.nodes.get(info.name)
         self.nodes[info.name] = existing.with_node(node) if existing else info
         self.placement.nodes_changed(info.name)
-        self.queue.on_event(ClusterEvent.NODE_ADD)
+        self.queue.on_event(ClusterEvent.NODE_ADD, None, self.nodes[info.name])
 
     def _node_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         before = self.nodes.get(new["metadata"]["name"])
@@ -228,16 +240,18 @@ class Scheduler:
         self.nodes[after.name] = after
         self.placement.nodes_changed(after.name)
         if before is None:
-            self.queue.on_event(ClusterEvent.NODE_ADD)
+            self.queue.on_event(ClusterEvent.NODE_ADD, None, after)
             return
+        # upstream's nodeSchedulingPropertiesChange: a status report that changes none of these
+        # (heartbeats, condition timestamps, images) raises no event, so it wakes no pod.
         if before.taints != after.taints:
-            self.queue.on_event(ClusterEvent.NODE_TAINT)
+            self.queue.on_event(ClusterEvent.NODE_TAINT, before, after)
         if before.labels != after.labels:
-            self.queue.on_event(ClusterEvent.NODE_LABEL)
+            self.queue.on_event(ClusterEvent.NODE_LABEL, before, after)
         if before.unschedulable != after.unschedulable:
-            self.queue.on_event(ClusterEvent.NODE_SCHEDULABLE)
+            self.queue.on_event(ClusterEvent.NODE_SCHEDULABLE, before, after)
         if before.allocatable != after.allocatable:
-            self.queue.on_event(ClusterEvent.NODE_ALLOCATABLE)
+            self.queue.on_event(ClusterEvent.NODE_ALLOCATABLE, before, after)
 
     def _node_deleted(self, node: dict[str, Any]) -> None:
         self.nodes.pop(node["metadata"]["name"], None)
@@ -290,7 +304,7 @@ class Scheduler:
             if landed:
                 # Upstream's AssignedPodAdd: pods waiting for it (pod affinity, topology
                 # spread) may fit now.
-                self.queue.on_event(ClusterEvent.ASSIGNED_POD_ADD)
+                self.queue.on_event(ClusterEvent.ASSIGNED_POD_ADD, None, info)
         elif self._responsible(pod) and not pod["metadata"].get("deletionTimestamp"):
             self.queue.add(info)
 
@@ -308,8 +322,9 @@ class Scheduler:
             and _claim_statuses(old) != _claim_statuses(new)
         ):
             # The resource claim controller named a claim made from a template.
-            self.queue.update(info)
-            self.queue.on_event(ClusterEvent.POD_GENERATED_CLAIM)
+            before = PodInfo.of(old)
+            self.queue.update(info, before, ClusterEvent.POD_GENERATED_CLAIM)
+            self.queue.on_event(ClusterEvent.POD_GENERATED_CLAIM, before, info)
         elif (
             self._responsible(new)
             and not new["metadata"].get("deletionTimestamp")
@@ -318,9 +333,10 @@ class Scheduler:
                 or old["metadata"].get("labels") != new["metadata"].get("labels")
             )
         ):
-            # Its own change (say, a toleration added) may let a pending pod fit now.
-            self.queue.update(info)
-            self.queue.on_event(ClusterEvent.POD_UPDATE)
+            # Its own change (say, a toleration added) may let it fit now, as its rejecting
+            # plugins' hints say. As upstream, no other pending pod is asked: no hint queues
+            # a pod for another unscheduled pod's change.
+            self.queue.update(info, PodInfo.of(old))
         elif info.key in self.queue:
             # Its status changed (our own PodScheduled condition, say): the next attempt and
             # its events are about this version of the pod, as upstream's queue keeps it.
@@ -346,11 +362,13 @@ class Scheduler:
         if node is not None and info.key in node.pods:
             node.remove_pod(info.key)
             self.placement.touched(node.name)
-            self.queue.on_event(ClusterEvent.ASSIGNED_POD_DELETE)
+            self.queue.on_event(ClusterEvent.ASSIGNED_POD_DELETE, info, None)
         elif nomination is not None or (pod.get("status") or {}).get("nominatedNodeName"):
             # Upstream's deletePodFromSchedulingQueue: pods of lower or equal priority counted
             # the nominated pod as if it were on its node, so its going frees that room.
-            self.queue.on_event(ClusterEvent.ASSIGNED_POD_DELETE, max_priority=info.priority)
+            self.queue.on_event(
+                ClusterEvent.ASSIGNED_POD_DELETE, info, None, max_priority=info.priority
+            )
 
     async def schedule_one(self, pod: PodInfo) -> None:
         decision = self.placement.decide(pod)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from taintplane.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
+from taintplane.scheduler.events import ClusterEvent, own_update
 from taintplane.scheduler.framework import (
     MAX_NODE_SCORE,
     Code,
@@ -35,6 +36,7 @@ from taintplane.scheduler.framework import (
     FilterPlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueingHintFn,
     ScorePlugin,
     Status,
 )
@@ -171,6 +173,11 @@ def _rows_with(table: NodeTable | None, column: str, nodes: Sequence[NodeInfo]) 
 class InterPodAffinity:
     name = names.INTER_POD_AFFINITY
     reverse = False
+
+    def queueing_hints(self) -> dict[str, QueueingHintFn]:
+        """Only the pod's own update among pending pods' (another's never queues it); node
+        and placed-pod events have no hint here yet: Queue, as before hints."""
+        return {ClusterEvent.POD_UPDATE: own_update}
 
     def __init__(self, namespace_labels: NamespaceLabels | None = None) -> None:
         self.namespace_labels: NamespaceLabels = namespace_labels or (lambda _: {})

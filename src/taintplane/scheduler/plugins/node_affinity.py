@@ -19,12 +19,14 @@ import numpy as np
 import numpy.typing as npt
 
 from taintplane.api import nodeaffinity
+from taintplane.scheduler.events import ClusterEvent
 from taintplane.scheduler.framework import (
     Code,
     CycleState,
     FilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
+    QueueingHintFn,
     ScorePlugin,
     Status,
     default_normalize,
@@ -50,9 +52,43 @@ def _node_affinity(pod: PodInfo) -> Mapping[str, Any]:
     return affinity.get("nodeAffinity") or {}
 
 
+def _required_match(pod: PodInfo, node: NodeInfo) -> bool:
+    spec = pod.pod.get("spec") or {}
+    return nodeaffinity.pod_matches_node_selector_and_affinity(spec, node.labels, node.name)
+
+
+def schedulable_after_node_change(pod: PodInfo, old: NodeInfo | None, new: NodeInfo) -> bool:
+    """``isSchedulableAfterNodeChange``: the node matches the pod's nodeSelector and required
+    affinity now, and is new or did not match before."""
+    if not _required_match(pod, new):
+        return False
+    return old is None or not _required_match(pod, old)
+
+
+def schedulable_after_pod_change(pod: PodInfo, old: PodInfo | None, new: PodInfo) -> bool:
+    """The pod itself changed its nodeSelector or node affinity (upstream registers no pod
+    event: the API lets only a gated pod change them, and a gated pod is not parked; this
+    answers Queue should one change anyway)."""
+    if new.key != pod.key:
+        return False
+    if old is None:
+        return True
+    before, after = old.pod.get("spec") or {}, new.pod.get("spec") or {}
+    return before.get("nodeSelector") != after.get("nodeSelector") or _node_affinity(
+        old
+    ) != _node_affinity(new)
+
+
 class NodeAffinity:
     name = names.NODE_AFFINITY
     reverse = False
+
+    def queueing_hints(self) -> dict[str, QueueingHintFn]:
+        return {
+            ClusterEvent.NODE_ADD: schedulable_after_node_change,
+            ClusterEvent.NODE_LABEL: schedulable_after_node_change,
+            ClusterEvent.POD_UPDATE: schedulable_after_pod_change,
+        }
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]

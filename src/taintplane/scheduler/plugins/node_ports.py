@@ -14,11 +14,13 @@ import numpy as np
 import numpy.typing as npt
 
 from taintplane.api.host_ports import HostPort, port_conflict
+from taintplane.scheduler.events import ClusterEvent
 from taintplane.scheduler.framework import (
     Code,
     CycleState,
     FilterPlugin,
     PreFilterPlugin,
+    QueueingHintFn,
     Status,
 )
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -36,8 +38,33 @@ def conflicts(node: NodeInfo, wanted: HostPort) -> bool:
     return port_conflict(node.used_ports, wanted)
 
 
+def schedulable_after_pod_deleted(pod: PodInfo, old: PodInfo, new: None) -> bool:
+    """``isSchedulableAfterPodDeleted``: the deleted pod was placed (or nominated) and held a
+    host port the pod wants."""
+    nominated = (old.pod.get("status") or {}).get("nominatedNodeName")
+    if not old.node_name and not nominated:
+        return False
+    used: dict[tuple[str, int], set[str]] = {}
+    for protocol, port, ip in old.host_ports:
+        used.setdefault((protocol, port), set()).add(ip)
+    return any(port_conflict(used, wanted) for wanted in pod.host_ports)
+
+
+def _never(pod: PodInfo, old: object, new: object) -> bool:
+    return False
+
+
 class NodePorts:
     name = names.NODE_PORTS
+
+    def queueing_hints(self) -> dict[str, QueueingHintFn]:
+        """With queueing hints upstream registers a node added (no hint: Queue) and a pod
+        deleted; a node's labels or taints never free a port."""
+        return {
+            ClusterEvent.ASSIGNED_POD_DELETE: schedulable_after_pod_deleted,
+            ClusterEvent.NODE_LABEL: _never,
+            ClusterEvent.NODE_TAINT: _never,
+        }
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]

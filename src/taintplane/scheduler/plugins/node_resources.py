@@ -6,10 +6,12 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from taintplane.scheduler.events import ClusterEvent
 from taintplane.scheduler.framework import (
     MAX_NODE_SCORE,
     CycleState,
     FilterPlugin,
+    QueueingHintFn,
     ScorePlugin,
     Status,
 )
@@ -49,9 +51,62 @@ def insufficient_resources(pod: PodInfo, node: NodeInfo) -> list[str]:
     return reasons
 
 
+def _fits_empty(pod: PodInfo, node: NodeInfo) -> bool:
+    """``isFit``: the pod fits the node were it empty (its allocatable alone)."""
+    empty = NodeInfo(node.name, node.node, node.labels, node.taints, node.unschedulable,
+                     node.allocatable)  # fmt: skip
+    return not insufficient_resources(pod, empty)
+
+
+def _requested_increased(pod: PodInfo, old: NodeInfo, new: NodeInfo) -> bool:
+    """``haveAnyRequestedResourcesIncreased``: more pods allowed, or more of a resource the
+    pod requests."""
+    if new.allocatable.get("pods", 0) > old.allocatable.get("pods", 0):
+        return True
+    return any(
+        wanted > 0 and new.allocatable.get(resource, 0) > old.allocatable.get(resource, 0)
+        for resource, wanted in pod.requests.items()
+        if resource != "pods"
+    )
+
+
+def schedulable_after_node_change(pod: PodInfo, old: NodeInfo | None, new: NodeInfo) -> bool:
+    """``isSchedulableAfterNodeChange``: the pod fits the node's allocatable, and the node is
+    new or grew in something the pod asks for."""
+    if not _fits_empty(pod, new):
+        return False
+    return old is None or _requested_increased(pod, old, new)
+
+
+def schedulable_after_pod_event(pod: PodInfo, old: PodInfo | None, new: PodInfo | None) -> bool:
+    """``isSchedulableAfterPodEvent``: a placed (or nominated) pod deleted frees room; of
+    updates, only the pod's own requests scaled down (a pending pod's update)."""
+    if new is None:
+        if old is None:
+            return True
+        return bool(old.node_name or (old.pod.get("status") or {}).get("nominatedNodeName"))
+    if new.key != pod.key:
+        return False
+    if old is None:
+        return True
+    # extractPodScaleDown: a request lowered or removed.
+    return any(
+        resource not in new.requests or wanted > new.requests[resource]
+        for resource, wanted in old.requests.items()
+    )
+
+
 class NodeResourcesFit:
     name = names.NODE_RESOURCES_FIT
     reverse = False
+
+    def queueing_hints(self) -> dict[str, QueueingHintFn]:
+        return {
+            ClusterEvent.NODE_ADD: schedulable_after_node_change,
+            ClusterEvent.NODE_ALLOCATABLE: schedulable_after_node_change,
+            ClusterEvent.ASSIGNED_POD_DELETE: schedulable_after_pod_event,
+            ClusterEvent.POD_UPDATE: schedulable_after_pod_event,
+        }
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         reasons = insufficient_resources(pod, node)

@@ -18,6 +18,7 @@ from typing import Any
 
 from taintplane.api.selectors import LabelSelector, Operator, Requirement, label_selector_from_dict
 from taintplane.api.tolerations import TaintFilter, find_untolerated_taint
+from taintplane.scheduler.events import ClusterEvent, own_update
 from taintplane.scheduler.framework import (
     MAX_NODE_SCORE,
     Code,
@@ -25,6 +26,7 @@ from taintplane.scheduler.framework import (
     FilterPlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueingHintFn,
     ScorePlugin,
     Status,
 )
@@ -140,6 +142,11 @@ def _count(pod: PodInfo, nodes: Sequence[NodeInfo], constraints: list[Constraint
 class PodTopologySpread:
     name = names.POD_TOPOLOGY_SPREAD
     reverse = False
+
+    def queueing_hints(self) -> dict[str, QueueingHintFn]:
+        """Only the pod's own update among pending pods' (another's never queues it); node
+        and placed-pod events have no hint here yet: Queue, as before hints."""
+        return {ClusterEvent.POD_UPDATE: own_update}
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]

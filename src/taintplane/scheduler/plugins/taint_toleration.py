@@ -10,10 +10,12 @@ import numpy.typing as npt
 
 from taintplane.api.taints import TaintEffect
 from taintplane.api.tolerations import TaintFilter, Toleration, find_untolerated_taint
+from taintplane.scheduler.events import ClusterEvent
 from taintplane.scheduler.framework import (
     CycleState,
     FilterPlugin,
     PreScorePlugin,
+    QueueingHintFn,
     ScorePlugin,
     Status,
     default_normalize,
@@ -40,6 +42,34 @@ class TaintToleration:
 
     def __init__(self, *, comparison_operators: bool = False) -> None:
         self.comparison_operators = comparison_operators
+
+    def queueing_hints(self) -> dict[str, QueueingHintFn]:
+        """Upstream's EventsToRegister with SchedulerQueueingHints: a node added or its taints
+        changed, and the pod's own tolerations changed."""
+        return {
+            ClusterEvent.NODE_ADD: self.schedulable_after_node_change,
+            ClusterEvent.NODE_TAINT: self.schedulable_after_node_change,
+            ClusterEvent.POD_UPDATE: schedulable_after_toleration_change,
+        }
+
+    def _untolerated(self, pod: PodInfo, node: NodeInfo) -> bool:
+        return (
+            find_untolerated_taint(
+                node.taints,
+                pod.tolerations,
+                TaintFilter.DO_NOT_SCHEDULE,
+                comparison_operators=self.comparison_operators,
+            )
+            is not None
+        )
+
+    def schedulable_after_node_change(
+        self, pod: PodInfo, old: NodeInfo | None, new: NodeInfo
+    ) -> bool:
+        """``isSchedulableAfterNodeChange``: Queue only if the node has untolerated taints no
+        more (a node added counts as one that had)."""
+        was_untolerated = old is None or self._untolerated(pod, old)
+        return was_untolerated and not self._untolerated(pod, new)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if not node.taints:
@@ -114,6 +144,11 @@ class TaintToleration:
             counts[table.taint_group[rows]] if len(counts) else np.zeros(len(rows), dtype=np.int64)
         )
         return normalize_array(raw, reverse=True)
+
+
+def schedulable_after_toleration_change(pod: PodInfo, old: PodInfo | None, new: PodInfo) -> bool:
+    """``isSchedulableAfterPodTolerationChange``: the pod's own tolerations changed."""
+    return new.key == pod.key and (old is None or old.tolerations != new.tolerations)
 
 
 _checks: tuple[type[FilterPlugin], type[PreScorePlugin], type[ScorePlugin]] = (
