@@ -1,7 +1,7 @@
-"""The what-if copy's kubelets take over the nodes restored from the snapshot as the cluster's
-own kubelets left them: they register nothing (no Node or Lease written at start, no Starting
-event: the copy is no kubelet restart), and from the snapshot's instant on their heartbeats
-fall where the cluster's do."""
+"""The what-if copy takes over the nodes restored from the snapshot as the cluster's own
+kubelets and node lifecycle controller left them: nothing is registered again (no Node or Lease
+written at start, no Starting or RegisteredNode event, no condition taint lifted: the copy is
+no restart), and from the snapshot's instant on heartbeats and taints are the cluster's."""
 
 from __future__ import annotations
 
@@ -31,26 +31,28 @@ TAKEN, WINDOW = 130.0, 200.0
 
 
 async def _heartbeats(client: Client) -> dict[str, Any]:
-    """Each node's conditions and Lease spec, and the kubelets' events."""
+    """Each node's conditions, taints and Lease spec, and the node events."""
     nodes, _ = await client.list(NODES)
     leases, _ = await client.list(LEASES, "kube-node-lease")
     events, _ = await client.list(EVENTS)
     return {
         "conditions": {n["metadata"]["name"]: n["status"]["conditions"] for n in nodes},
+        "taints": {n["metadata"]["name"]: n["spec"].get("taints") for n in nodes},
         "leases": {lease["metadata"]["name"]: lease["spec"] for lease in leases},
-        "kubelet_events": sorted(
+        "node_events": sorted(
             (e["involvedObject"]["name"], e["reason"])
             for e in events
-            if (e.get("source") or {}).get("component") == "kubelet"
+            if e["involvedObject"].get("kind") == "Node"
         ),
     }
 
 
 def reality(tmp_path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Three nodes, node-3 cordoned, read at +130 s (their last status report at +0 s, their
-    last renewal at +130 s); then node-1 tainted ``maintenance=true:NoSchedule`` as
-    ``kubectl taint`` does and +200 s more. The snapshot, and the heartbeats at the end
-    (kubelet events only of the window)."""
+    """Three nodes, node-3 cordoned, node-2's kubelet stopped (Unknown and tainted
+    unreachable within a minute), read at +130 s (the others' last status report at +0 s,
+    their last renewal at +130 s); then node-1 tainted ``maintenance=true:NoSchedule`` as
+    ``kubectl taint`` does and +200 s more. The snapshot, and the heartbeats and taints at the
+    end (node events only of the window)."""
 
     async def main() -> tuple[list[dict[str, Any]], dict[str, Any]]:
         clock = VirtualClock(START)
@@ -59,17 +61,19 @@ def reality(tmp_path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             client = cluster.client
             assert client is not None
             await client.patch(NODES, "node-3", {"spec": {"unschedulable": True}})
+            assert cluster.kubelets is not None
+            cluster.kubelets.stop("node-2")
             await clock.advance(TAKEN)
             snapshot = await read_live(client)
-            before = (await _heartbeats(client))["kubelet_events"]
+            before = (await _heartbeats(client))["node_events"]
             question = plan(snapshot, "node-1", "maintenance=true:NoSchedule")
             await apply_plan(client, question, between=lambda: clock.advance(0))
             await clock.advance(WINDOW)
             after = await _heartbeats(client)
-            window_events = list(after["kubelet_events"])
+            window_events = list(after["node_events"])
             for event in before:
                 window_events.remove(event)
-            after["kubelet_events"] = window_events
+            after["node_events"] = window_events
             return snapshot, after
 
     return asyncio.run(main())
@@ -130,12 +134,10 @@ def test_the_copy_writes_nothing_to_its_nodes_when_it_starts(
     mine = [
         (method, path)
         for method, path in writes[: started[0]]
-        if "/nodes" in path or "/leases" in path or (method == "POST" and "/events" in path)
+        if "/nodes" in path or "/leases" in path or "/events" in path
     ]
-    # The node lifecycle controller tells of each node it meets (RegisteredNode), as it does
-    # when it starts; nothing of the kubelets'.
-    assert all(path.endswith("/events") for _, path in mine), mine
-    assert seen["start"]["kubelet_events"] == []
+    assert mine == []
+    assert seen["start"]["node_events"] == []
     # The Nodes and Leases are the snapshot's, heartbeats included.
     assert seen["start"]["conditions"] == {
         o["metadata"]["name"]: o["status"]["conditions"] for o in snapshot if o["kind"] == "Node"
@@ -150,9 +152,16 @@ def test_the_copy_writes_nothing_to_its_nodes_when_it_starts(
 def test_the_copys_heartbeats_and_kubelet_events_are_the_clusters(
     source: tuple[list[dict[str, Any]], Any],
 ) -> None:
-    """The status reports due at +300 s, the renewals every 10 s, and no kubelet event (no
-    Starting, no NodeNotSchedulable for the cordon the kubelet of node-3 had told)."""
+    """The status reports due at +300 s, the renewals every 10 s, node-2's unreachable
+    taints as they were added, and no node event (no Starting or RegisteredNode, no
+    NodeNotSchedulable for the cordon the kubelet of node-3 had told)."""
     snapshot, real = source
-    heartbeat = {c["lastHeartbeatTime"] for cs in real["conditions"].values() for c in cs}
+    heartbeat = {
+        c["lastHeartbeatTime"] for name in ("node-1", "node-3") for c in real["conditions"][name]
+    }
     assert heartbeat == {"2026-01-01T00:05:00Z"}
+    assert [t["key"] for t in real["taints"]["node-2"]] == [
+        "node.kubernetes.io/unreachable",
+        "node.kubernetes.io/unreachable",
+    ]
     assert copy(snapshot, WINDOW) == real

@@ -238,6 +238,11 @@ class Cluster:
                 controller_config,
                 informers=informers,
             )
+            if self.config.seed:
+                # A copy of a cluster: its controllers know its nodes already.
+                found = self.controller_manager.controllers.get("node-lifecycle-controller")
+                if isinstance(found, NodeLifecycleController):
+                    found.adopt([o for o in self.config.seed if o.get("kind") == "Node"])
             self._spawn(self.controller_manager.run(), "controller-manager")
         if "agents" in self.config.components:
             self.kubelets = Kubelets(

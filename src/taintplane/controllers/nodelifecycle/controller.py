@@ -134,6 +134,14 @@ class NodeLifecycleController:
         )
         self.pods.add_handlers(self._pod_changed, self._pod_updated)
 
+    def adopt(self, nodes: list[dict[str, Any]]) -> None:
+        """Nodes a copy of a cluster starts with (what-if's): known as the cluster's own
+        controller knows them, so the first pass neither tells RegisteredNode for each nor
+        lifts their NoExecute condition taints (markNodeAsReachable) — what a restarted
+        controller does, and the copied cluster's controller did not restart."""
+        for node in nodes:
+            self.known.setdefault(node["metadata"]["name"], node)
+
     # ---- running -----------------------------------------------------------------------------
 
     async def run(self) -> None:
