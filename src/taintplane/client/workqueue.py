@@ -2,7 +2,12 @@
 
 A key is queued at most once; a key added while it is being processed is processed again
 afterwards (never twice at once). ``add_after`` and ``retry`` delay on the component's clock,
-so under virtual time a retry happens at an exact instant.
+so under virtual time a retry happens at an exact instant. A key waits at most once for a given
+instant: a controller that asks on every sync for a look at the same deadline gets one sync
+there, not one per request (client-go's delaying queue keeps even fewer: only the earliest wait
+of a key. Here a later one is kept too, because under a virtual clock the earlier one can land
+exactly on a boundary that real time always overshoots, e.g. a DaemonSet pod that becomes
+available strictly after ``minReadySeconds``, and upstream adds a second for that skew).
 
 ``retry`` is client-go's ``AddRateLimited`` with ``DefaultControllerRateLimiter``: the longer of
 a per-key exponential delay (reset by ``forget``, 5 ms doubling up to 1000 s) and the wait for a
@@ -83,6 +88,8 @@ class WorkQueue:
         self._max_delay = max_delay
         self._bucket = TokenBucket(clock, qps=qps, burst=burst)
         self._timers: set[asyncio.Task[None]] = set()
+        #: (key, instant on the clock's monotonic scale, to the microsecond) of each wait.
+        self._waiting: set[tuple[str, float]] = set()
         self.metrics = QueueMetrics(clock, name)
 
     def __len__(self) -> int:
@@ -107,9 +114,16 @@ class WorkQueue:
         if seconds <= 0:
             self.add(key)
             return
+        wait = (key, round(self.clock.monotonic() + seconds, 6))
+        if wait in self._waiting:
+            return  # already due then
+        self._waiting.add(wait)
 
         async def later() -> None:
-            await self.clock.sleep(seconds)
+            try:
+                await self.clock.sleep(seconds)
+            finally:
+                self._waiting.discard(wait)
             self.add(key)
 
         task = asyncio.create_task(later(), name=f"{self.name}:after")
