@@ -17,6 +17,7 @@ from taintplane.scheduler.plugins.node_name import NodeName
 from taintplane.scheduler.plugins.node_ports import NodePorts
 from taintplane.scheduler.plugins.node_resources import NodeResourcesFit
 from taintplane.scheduler.plugins.node_unschedulable import NodeUnschedulable
+from taintplane.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from taintplane.scheduler.plugins.taint_toleration import TaintToleration
 from taintplane.scheduler.scheduler import Scheduler
 from tests.scheduler.builders import make_node, make_pod, taint
@@ -203,3 +204,48 @@ def test_inter_pod_affinity_skips_another_pending_pods_update():
     assert not on_pod(pod(), pod("q"), pod("q", tolerations=[{"key": "x"}]))
     assert on_pod(pod(), pod(), PodInfo.of({**make_pod("p"), "metadata": {
         "name": "p", "namespace": "default", "labels": {"a": "b"}}}))  # fmt: skip
+
+
+def _labelled(name: str, node_name: str = "n", **labels: str) -> PodInfo:
+    raw = make_pod(name, node_name=node_name)
+    raw["metadata"]["labels"] = labels
+    return PodInfo.of(raw)
+
+
+def _term(**labels: str) -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}
+
+
+def test_inter_pod_affinity_queues_for_the_pods_its_terms_wait_for():
+    plugin = InterPodAffinity()
+    wants_db = pod(affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        _term(app="db")]}})  # fmt: skip
+    on_add = hint(plugin, ClusterEvent.ASSIGNED_POD_ADD)
+    assert on_add(wants_db, None, _labelled("db", app="db"))
+    assert not on_add(wants_db, None, _labelled("web", app="web"))
+    assert not on_add(pod(), None, _labelled("db", app="db"))  # no affinity: adds never help
+
+    avoids_db = pod(affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        _term(app="db")]}})  # fmt: skip
+    on_delete = hint(plugin, ClusterEvent.ASSIGNED_POD_DELETE)
+    assert on_delete(avoids_db, _labelled("db", app="db"), None)
+    assert not on_delete(avoids_db, _labelled("web", app="web"), None)
+    # An existing pod's own anti-affinity may have kept the pod out: its deletion queues.
+    raw = make_pod("loner", node_name="n", affinity={"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [_term(app="x")]}})  # fmt: skip
+    assert on_delete(pod(), PodInfo.of(raw), None)
+
+
+def test_pod_topology_spread_queues_for_pods_its_constraints_count():
+    spread = {"maxSkew": 1, "topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "w"}}}
+    p = pod(topologySpreadConstraints=[spread])
+    on_add = hint(PodTopologySpread(), ClusterEvent.ASSIGNED_POD_ADD)
+    on_delete = hint(PodTopologySpread(), ClusterEvent.ASSIGNED_POD_DELETE)
+    assert on_add(p, None, _labelled("w", app="w"))
+    assert not on_add(p, None, _labelled("x", app="x"))
+    assert on_delete(p, _labelled("w", app="w"), None)
+    other_ns = make_pod("w", node_name="n", namespace="other")
+    other_ns["metadata"]["labels"] = {"app": "w"}
+    assert not on_delete(p, PodInfo.of(other_ns), None)
+    soft = pod(topologySpreadConstraints=[{**spread, "whenUnsatisfiable": "ScheduleAnyway"}])
+    assert not on_add(soft, None, _labelled("w", app="w"))  # only DoNotSchedule filters

@@ -36,6 +36,7 @@ from taintplane.scheduler.plugins.node_resources import (
 )
 from taintplane.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from taintplane.scheduler.plugins.pod_topology_spread import PodTopologySpread
+from taintplane.scheduler.plugins.spread_defaults import SpreadListers, watch_owners
 from taintplane.scheduler.plugins.taint_toleration import TaintToleration
 from taintplane.scheduler.preemption import DefaultPreemption
 from taintplane.scheduler.queue import ClusterEvent, Hints, SchedulingQueue
@@ -64,6 +65,7 @@ def default_framework(
     features: FeatureGates | None = None,
     dra: DynamicResources | None = None,
     namespace_labels: NamespaceLabels | None = None,
+    spread: SpreadListers | None = None,
 ) -> Framework:
     """The default profile's plugins that exist here, in upstream's order and weights.
 
@@ -78,7 +80,7 @@ def default_framework(
         NodeAffinity(),
         NodePorts(),
         NodeResourcesFit(),
-        PodTopologySpread(),
+        PodTopologySpread(spread or SpreadListers()),
         InterPodAffinity(namespace_labels),
         dra or DynamicResources(),
         DefaultPreemption(),
@@ -130,7 +132,11 @@ class Scheduler:
             device_taints=gates.device_taints,
             device_taint_rules=gates.device_taint_rules,
         )
-        self.framework = default_framework(features, self.dra, self._namespace_labels)
+        # PodTopologySpread's system defaults select by the pod's Services and owner.
+        self.spread_listers = SpreadListers()
+        self.framework = default_framework(
+            features, self.dra, self._namespace_labels, self.spread_listers
+        )
         self.placement = Placement(
             self.framework,
             percentage=percentage_of_nodes_to_score,
@@ -186,6 +192,7 @@ class Scheduler:
             rules = self._dra_informer(DEVICE_TAINT_RULES, ClusterEvent.DEVICE_TAINT_RULE)
             self.dra_informers.append(rules)
             self.dra_caches.rules = rules.cache
+        self.spread_informers = watch_owners(self.informers, self.spread_listers)
 
     def _namespace_labels(self, namespace: str) -> dict[str, str]:
         """For namespaceSelector in pod affinity terms (upstream's namespace lister)."""
@@ -208,7 +215,7 @@ class Scheduler:
         try:
             await self.node_informer.synced.wait()
             await self.pod_informer.synced.wait()
-            for informer in self.dra_informers:
+            for informer in self.dra_informers + self.spread_informers:
                 await informer.synced.wait()
             while True:
                 pod = await self.queue.pop()

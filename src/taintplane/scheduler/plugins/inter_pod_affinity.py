@@ -175,9 +175,29 @@ class InterPodAffinity:
     reverse = False
 
     def queueing_hints(self) -> dict[str, QueueingHintFn]:
-        """Only the pod's own update among pending pods' (another's never queues it); node
-        and placed-pod events have no hint here yet: Queue, as before hints."""
-        return {ClusterEvent.POD_UPDATE: own_update}
+        """As upstream's isSchedulableAfterPodChange, but erring towards Queue where upstream
+        reads only the pod's own terms: a placed pod added that one of its required affinity
+        terms matches (upstream: all of them); one deleted that its required terms match
+        either way, or that had required anti-affinity itself (its terms may have kept the
+        pod out); only the pod's own update among pending pods'. Node events have no hint
+        yet: Queue."""
+        return {
+            ClusterEvent.ASSIGNED_POD_ADD: self.schedulable_after_pod_add,
+            ClusterEvent.ASSIGNED_POD_DELETE: self.schedulable_after_pod_delete,
+            ClusterEvent.POD_UPDATE: own_update,
+        }
+
+    def schedulable_after_pod_add(self, pod: PodInfo, old: None, new: PodInfo) -> bool:
+        return any(t.matches(new, self.namespace_labels) for t in terms_of(pod).required_affinity)
+
+    def schedulable_after_pod_delete(self, pod: PodInfo, old: PodInfo, new: None) -> bool:
+        if old.has_required_anti_affinity:
+            return True
+        terms = terms_of(pod)
+        return any(
+            t.matches(old, self.namespace_labels)
+            for t in terms.required_affinity + terms.required_anti_affinity
+        )
 
     def __init__(self, namespace_labels: NamespaceLabels | None = None) -> None:
         self.namespace_labels: NamespaceLabels = namespace_labels or (lambda _: {})

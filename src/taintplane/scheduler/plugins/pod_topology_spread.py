@@ -6,7 +6,8 @@ constraints score: fewer matching pods in the node's domain is better. Which nod
 per constraint by ``nodeAffinityPolicy`` (Honor by default: only nodes the pod's node affinity
 and nodeSelector admit) and ``nodeTaintsPolicy`` (Ignore by default; Honor: only nodes whose
 taints the pod tolerates). A node without a constraint's topology key is never a domain.
-System default constraints (for pods without any) are not applied.
+A pod without constraints of its own is scored with the system defaults (spread_defaults.py);
+as upstream, nodes lacking one of those keys are then still scored on the others.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ from taintplane.scheduler.framework import (
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
 from taintplane.scheduler.plugins.node_affinity import NodeAffinity
+from taintplane.scheduler.plugins.spread_defaults import (
+    HOSTNAME,
+    SYSTEM_DEFAULT_CONSTRAINTS,
+    SpreadListers,
+    default_selector,
+)
 
 __all__ = [
     "ALL_NODES_KEY",
@@ -79,10 +86,12 @@ class Constraint:
             honor_taints=raw.get("nodeTaintsPolicy", "Ignore") == "Honor",
         )
 
-    def counts_node(self, pod: PodInfo, node: NodeInfo, admitted: bool) -> bool:
+    def counts_node(
+        self, pod: PodInfo, node: NodeInfo, admitted: bool, require_key: bool = True
+    ) -> bool:
         """Does ``node`` take part in this constraint's domains for ``pod``? ``admitted``:
         whether the pod's node affinity and nodeSelector admit the node."""
-        if self.key not in node.labels:
+        if require_key and self.key not in node.labels:
             return False
         if self.honor_affinity and not admitted:
             return False
@@ -100,6 +109,17 @@ class Constraint:
             and not other.terminating
             and self.selector.matches((other.pod.get("metadata") or {}).get("labels"))
         )
+
+
+def schedulable_after_pod_change(pod: PodInfo, old: PodInfo | None, new: PodInfo | None) -> bool:
+    """A placed pod added (``new``) or deleted (``old``) that the pod's spreading counts."""
+    other = new if new is not None else old
+    if other is None:
+        return True
+    if other.namespace != pod.namespace:
+        return False
+    labels = (other.pod.get("metadata") or {}).get("labels")
+    return any(c.selector.matches(labels) for c in _constraints(pod, hard=True))
 
 
 def _admits(pod: PodInfo, node: NodeInfo) -> bool:
@@ -124,15 +144,23 @@ class _Counts:
         return min(domains.values())
 
 
-def _count(pod: PodInfo, nodes: Sequence[NodeInfo], constraints: list[Constraint]) -> _Counts:
+def _count(
+    pod: PodInfo,
+    nodes: Sequence[NodeInfo],
+    constraints: list[Constraint],
+    require_all: bool = True,
+) -> _Counts:
+    """Matching pods per domain. Without ``require_all`` (system defaults) a node lacking a
+    key still counts for the others, and under that key in the "" domain (upstream reads the
+    missing label as "")."""
     per_domain: list[dict[str, int]] = [{} for _ in constraints]
     for node in nodes:
-        if not all(c.key in node.labels for c in constraints):
+        if require_all and not all(c.key in node.labels for c in constraints):
             continue
         admitted = _admits(pod, node)
         for i, constraint in enumerate(constraints):
-            if constraint.counts_node(pod, node, admitted):
-                domain = node.labels[constraint.key]
+            if constraint.counts_node(pod, node, admitted, require_all):
+                domain = node.labels.get(constraint.key, "")
                 per_domain[i][domain] = per_domain[i].get(domain, 0) + constraint.matching(
                     pod, node
                 )
@@ -143,10 +171,34 @@ class PodTopologySpread:
     name = names.POD_TOPOLOGY_SPREAD
     reverse = False
 
+    def __init__(self, listers: SpreadListers | None = None) -> None:
+        # With listers: defaultingType System (upstream's default); without: no defaults.
+        self.listers = listers
+
+    def _soft(self, pod: PodInfo) -> tuple[list[Constraint], bool]:
+        """The scoring constraints and whether every node must hold all their keys."""
+        if (pod.pod.get("spec") or {}).get("topologySpreadConstraints"):
+            return _constraints(pod, hard=False), True
+        if self.listers is None:
+            return [], True
+        selector = default_selector(pod, self.listers)
+        if selector.is_empty():
+            return [], False
+        defaults = [Constraint.parse(raw, pod) for raw in SYSTEM_DEFAULT_CONSTRAINTS]
+        for constraint in defaults:
+            constraint.selector = selector
+        return defaults, False
+
     def queueing_hints(self) -> dict[str, QueueingHintFn]:
-        """Only the pod's own update among pending pods' (another's never queues it); node
-        and placed-pod events have no hint here yet: Queue, as before hints."""
-        return {ClusterEvent.POD_UPDATE: own_update}
+        """As upstream's isSchedulableAfterPodChange: a placed pod added or deleted counts
+        only if it is in the pod's namespace and one of its DoNotSchedule constraints selects
+        it; only the pod's own update among pending pods'. Node events have no hint yet:
+        Queue."""
+        return {
+            ClusterEvent.ASSIGNED_POD_ADD: schedulable_after_pod_change,
+            ClusterEvent.ASSIGNED_POD_DELETE: schedulable_after_pod_change,
+            ClusterEvent.POD_UPDATE: own_update,
+        }
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
@@ -173,23 +225,33 @@ class PodTopologySpread:
     def pre_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> Status | None:
-        soft = _constraints(pod, hard=False)
+        soft, require_all = self._soft(pod)
         if not soft:
             return Status(Code.SKIP)
         # As upstream: the domains that score are those of the feasible nodes, each counted
-        # over every node in the cluster; a feasible node lacking a topology key scores 0.
+        # over every node in the cluster; a feasible node lacking a topology key scores 0
+        # (with the system defaults: is scored on the keys it has).
         all_nodes: Sequence[NodeInfo] = state.data.get(ALL_NODES_KEY, nodes)
-        counts = _count(pod, all_nodes, soft)
-        ignored = {n.name for n in nodes if not all(c.key in n.labels for c in soft)}
+        counts = _count(pod, all_nodes, soft, require_all)
+        ignored = {
+            n.name for n in nodes if require_all and not all(c.key in n.labels for c in soft)
+        }
+        weights: list[float] = []
         for i, constraint in enumerate(soft):
             # ``nodes`` passed every filter, NodeAffinity's included: all are admitted.
             seen = {
-                n.labels[constraint.key]
+                n.labels.get(constraint.key, "")
                 for n in nodes
-                if n.name not in ignored and constraint.counts_node(pod, n, admitted=True)
+                if n.name not in ignored
+                and constraint.counts_node(pod, n, admitted=True, require_key=require_all)
             }
             counts.per_domain[i] = {d: c for d, c in counts.per_domain[i].items() if d in seen}
-        weights = [math.log(len(counts.per_domain[i]) + 2) for i in range(len(soft))]
+            size = len(counts.per_domain[i])
+            if not require_all:
+                # Upstream sizes the defaults' domains by the feasible nodes alone, whatever
+                # their pods; the hostname domain is each feasible node.
+                size = len(nodes) if constraint.key == HOSTNAME else len(seen)
+            weights.append(math.log(size + 2))
         state.data[_SCORE_KEY] = (counts, weights, ignored)
         return None
 
@@ -199,9 +261,11 @@ class PodTopologySpread:
             return 0
         total = 0.0
         for i, constraint in enumerate(counts.constraints):
-            domain = node.labels[constraint.key]
+            domain = node.labels.get(constraint.key)
+            if domain is None:  # only under the system defaults: this key adds nothing
+                continue
             total += counts.per_domain[i].get(domain, 0) * weights[i] + (constraint.max_skew - 1)
-        return round(total)
+        return math.floor(total + 0.5)  # Go's math.Round: halves away from zero, not to even
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
         ignored: set[str] = state.data[_SCORE_KEY][2]
