@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/scheduler_churn.py label --nodes 1000 4000
     .venv/bin/python benchmarks/scheduler_churn.py daemon --nodes 1000 4000
     .venv/bin/python benchmarks/scheduler_churn.py taint --nodes 1000 4000
+    .venv/bin/python benchmarks/scheduler_churn.py parked --pending 1000 4000
 
 The scheduler alone, fed the events its informers would deliver (no API server, no binding
 writes), so that what is measured is its own work: per pod, one Node event, the scheduling
@@ -10,11 +11,22 @@ cycle, and the pod's binding seen back (the pod counted on its node).
 
 - ``label``: before each pod one node's labels change (a node change that moves no pod);
   the pods fit anywhere (the bulk path over the node table).
-- ``daemon``: before each pod a node is added (its name among the others'); the pod is that node's DaemonSet pod (a
-  required node affinity on ``metadata.name``: PreFilter names the one node).
+- ``daemon``: before each pod a node is added (its name among the others'); the pod is that
+  node's DaemonSet pod (a required node affinity on ``metadata.name``: PreFilter names the one
+  node).
 - ``taint``: before each pod one more of zone a's nodes is tainted ``outage:NoExecute`` with
   its own ``timeAdded``, as a zone taint applied node by node (what-if; once all are, again
   with a new ``timeAdded``); the pods do not tolerate it.
+
+- ``parked``: the cost of events against the pods waiting, not the nodes. ``--pending`` P pods
+  tolerate none of the ``dedicated`` taint every node has, and are parked unschedulable (their
+  first attempts are not measured). Then ``--events`` node events alternate: a status report
+  (a condition's heartbeat moves: no scheduling property changes) and a change of another
+  taint none of them tolerates either. After each event every pod the queue releases is tried
+  again (a cycle that fails, as the scheduler would). The clock stands still (the five-minute
+  flush, which retries every parked pod whatever happens, is the same with hints or without).
+  Measured per event; the growth is cpu(P)/cpu(first P) against P/first P (0: events cost
+  nothing per parked pod).
 
 Each size is a fresh scheduler with N nodes (4 CPU, 32 GiB, 110 pods, zones a/b/c) and ~5 pods
 already on each. Measured: process CPU and wall for ``--pods`` pods, per pod, and the growth
@@ -25,6 +37,7 @@ cpu(N)/cpu(first N) against N/first N (1.0: the cost per pod does not grow with 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import json
 import pstats
@@ -35,7 +48,7 @@ from taintplane.clock import VirtualClock
 from taintplane.scheduler.nodeinfo import PodInfo
 from taintplane.scheduler.scheduler import Scheduler
 
-MODES = ("label", "daemon", "taint")
+MODES = ("label", "daemon", "taint", "parked")
 
 
 def make_node(i: int) -> dict[str, Any]:
@@ -113,6 +126,72 @@ def run(mode: str, nodes: int, pods: int) -> dict[str, float]:
     }
 
 
+def run_parked(nodes: int, pending: int, events: int) -> dict[str, float]:
+    """See the module docstring's ``parked``."""
+    scheduler = Scheduler(client=None, clock=VirtualClock(), seed=1)  # type: ignore[arg-type]
+    objects = []
+    for i in range(nodes):
+        node = make_node(i)
+        node["spec"] = {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]}
+        objects.append(node)
+        scheduler._node_added(node)
+    queue = scheduler.queue
+
+    async def drain() -> int:
+        """Try every pod the queue holds ready (each fails and is parked again)."""
+        tried = 0
+        # Not queue.pending(): it counts every pod, which would make each try cost O(P).
+        while queue._active or queue._backoff:
+            popping = asyncio.ensure_future(queue.pop())
+            await asyncio.sleep(0)
+            if not popping.done():  # only stale entries were left
+                popping.cancel()
+                break
+            pod = popping.result()
+            decision = scheduler.decide(pod)
+            if decision.node:
+                raise SystemExit(f"{pod.key} fit on {decision.node}")
+            rejected = decision.diagnosis.unschedulable_plugins if decision.diagnosis else set()
+            queue.unschedulable(pod, rejected)
+            tried += 1
+        return tried
+
+    async def scenario() -> tuple[float, float, int]:
+        for j in range(pending):
+            scheduler._pod_added(make_pod(f"pending-{j}"))
+        await drain()
+        assert queue.pending() == {"unschedulable": pending}, queue.pending()
+        cpu, wall = time.process_time(), time.perf_counter()
+        tried = 0
+        for k in range(events):
+            i = (k * 7919) % nodes
+            old = objects[i]
+            if k % 2 == 0:
+                beat = f"2026-01-01T00:{k // 60 % 60:02d}:{k % 60:02d}Z"
+                condition = {"type": "Ready", "status": "True", "lastHeartbeatTime": beat}
+                new = {**old, "status": {**old["status"], "conditions": [condition]}}
+            else:
+                taints = list(old["spec"]["taints"])
+                other = {"key": f"maintenance-{k}", "effect": "NoSchedule"}
+                taints = taints[:1] if len(taints) > 1 else [*taints, other]
+                new = {**old, "spec": {**old["spec"], "taints": taints}}
+            scheduler._node_updated(old, new)
+            objects[i] = new
+            tried += await drain()
+        return time.process_time() - cpu, time.perf_counter() - wall, tried
+
+    cpu, wall, tried = asyncio.run(scenario())
+    return {
+        "nodes": nodes,
+        "pending": pending,
+        "events": events,
+        "cycles": tried,
+        "cpu_s": round(cpu, 3),
+        "wall_s": round(wall, 3),
+        "cpu_per_event_ms": round(1000 * cpu / events, 3),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="taintplane bench scheduler_churn", description=__doc__.split("\n\n")[0]
@@ -121,7 +200,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, nargs="+", default=[1000, 4000])
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--profile", help="write a cProfile of the largest size here")
+    parser.add_argument("--pending", type=int, nargs="+", default=[1000, 4000])
+    parser.add_argument("--events", type=int, default=40, help="parked: node events")
     args = parser.parse_args(argv)
+    if args.mode == "parked":
+        nodes = args.nodes[0] if args.nodes != [1000, 4000] else 200
+        runs = [run_parked(nodes, p, args.events) for p in sorted(args.pending)]
+        base = runs[0]
+        for r in runs:
+            r["cpu_vs_first"] = round(r["cpu_s"] / base["cpu_s"], 2) if base["cpu_s"] else 0.0
+            r["pending_vs_first"] = round(r["pending"] / base["pending"], 2)
+        print(json.dumps({"mode": "parked", "sizes": runs}))
+        return 0
     sizes = sorted(args.nodes)
     results = []
     for nodes in sizes:
