@@ -158,12 +158,15 @@ def _count(
         if require_all and not all(c.key in node.labels for c in constraints):
             continue
         admitted = _admits(pod, node)
+        # The system defaults share one selector: count the node's pods once for both.
+        matched: dict[int, int] = {}
         for i, constraint in enumerate(constraints):
             if constraint.counts_node(pod, node, admitted, require_all):
                 domain = node.labels.get(constraint.key, "")
-                per_domain[i][domain] = per_domain[i].get(domain, 0) + constraint.matching(
-                    pod, node
-                )
+                found = matched.get(id(constraint.selector))
+                if found is None:
+                    found = matched[id(constraint.selector)] = constraint.matching(pod, node)
+                per_domain[i][domain] = per_domain[i].get(domain, 0) + found
     return _Counts(constraints, per_domain)
 
 
