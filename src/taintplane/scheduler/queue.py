@@ -466,13 +466,15 @@ class SchedulingQueue:
             if event not in INTERESTS.get(plugin, ()):
                 continue
             hint = self.hints.get(plugin, {}).get(event)
-            if hint is None or (old is None and new is None) or _on_nominated_node(queued, new):
+            if hint is None or (old is None and new is None):
                 return True
             try:
                 if hint(queued.info, old, new):
                     return True
             except Exception as error:  # a failing hint must not strand the pod
                 log.info("queueing hint of %s for %s failed: %s", plugin, event, error)
+                return True
+            if _on_nominated_node(queued, new):
                 return True
         return False
 

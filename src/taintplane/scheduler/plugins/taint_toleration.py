@@ -68,8 +68,9 @@ class TaintToleration:
     ) -> bool:
         """``isSchedulableAfterNodeChange``: Queue only if the node has untolerated taints no
         more (a node added counts as one that had)."""
-        was_untolerated = old is None or self._untolerated(pod, old)
-        return was_untolerated and not self._untolerated(pod, new)
+        if self._untolerated(pod, new):
+            return False  # the common case, asked first
+        return old is None or self._untolerated(pod, old)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if not node.taints:
