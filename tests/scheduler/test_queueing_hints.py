@@ -249,3 +249,36 @@ def test_pod_topology_spread_queues_for_pods_its_constraints_count():
     assert not on_delete(p, PodInfo.of(other_ns), None)
     soft = pod(topologySpreadConstraints=[{**spread, "whenUnsatisfiable": "ScheduleAnyway"}])
     assert not on_add(soft, None, _labelled("w", app="w"))  # only DoNotSchedule filters
+
+
+def test_pod_topology_spread_skips_nodes_outside_every_domain():
+    spread = {"maxSkew": 1, "topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "w"}}}
+    p = pod(topologySpreadConstraints=[spread])
+    on_label = hint(PodTopologySpread(), ClusterEvent.NODE_LABEL)
+    assert on_label(p, node(), node(labels={"zone": "a"}))  # joins a domain
+    assert on_label(p, node(labels={"zone": "a"}), node())  # leaves one
+    assert not on_label(p, node(), node(labels={"rack": "1"}))
+    assert not hint(PodTopologySpread(), ClusterEvent.NODE_ADD)(p, None, node())
+
+
+def test_an_event_during_the_cycle_counts_only_if_a_hint_says_queue():
+    async def scenario() -> list[dict[str, int]]:
+        scheduler = Scheduler(client=None, clock=VirtualClock(), seed=1)  # type: ignore[arg-type]
+        before = make_node("n", taints=[taint("outage")])
+        scheduler._node_added(before)
+        for name in ("a", "b", "c"):
+            scheduler._pod_added(make_pod(name))
+        queue, seen = scheduler.queue, []
+        a, b = await queue.pop(), await queue.pop()
+        worse = {**before, "spec": {"taints": [taint("outage"), taint("more")]}}
+        scheduler._node_updated(before, worse)  # while "a" and "b" are tried: no help
+        queue.unschedulable(a, {names.TAINT_TOLERATION})
+        queue.unschedulable(b, {names.TAINT_TOLERATION})
+        seen.append(queue.pending())
+        c = await queue.pop()
+        scheduler._node_updated(worse, {**worse, "spec": {}})  # helps all three
+        queue.unschedulable(c, {names.TAINT_TOLERATION})  # in flight through it: backoff
+        seen.append(queue.pending())
+        return seen
+
+    assert asyncio.run(scenario()) == [{"unschedulable": 2, "active": 1}, {"backoff": 3}]

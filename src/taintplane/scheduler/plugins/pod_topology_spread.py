@@ -111,6 +111,11 @@ class Constraint:
         )
 
 
+def schedulable_after_node_change(pod: PodInfo, old: NodeInfo | None, new: NodeInfo) -> bool:
+    keys = {c.key for c in _constraints(pod, hard=True)}
+    return any(node is not None and keys <= node.labels.keys() for node in (old, new))
+
+
 def schedulable_after_pod_change(pod: PodInfo, old: PodInfo | None, new: PodInfo | None) -> bool:
     """A placed pod added (``new``) or deleted (``old``) that the pod's spreading counts."""
     other = new if new is not None else old
@@ -195,9 +200,13 @@ class PodTopologySpread:
     def queueing_hints(self) -> dict[str, QueueingHintFn]:
         """As upstream's isSchedulableAfterPodChange: a placed pod added or deleted counts
         only if it is in the pod's namespace and one of its DoNotSchedule constraints selects
-        it; only the pod's own update among pending pods'. Node events have no hint yet:
-        Queue."""
+        it; only the pod's own update among pending pods'. A node event counts only for a node
+        that has (or had) every topology key of those constraints: one without takes no part
+        in any domain (upstream's nodeLabelsMatchSpreadConstraints)."""
         return {
+            ClusterEvent.NODE_ADD: schedulable_after_node_change,
+            ClusterEvent.NODE_LABEL: schedulable_after_node_change,
+            ClusterEvent.NODE_TAINT: schedulable_after_node_change,
             ClusterEvent.ASSIGNED_POD_ADD: schedulable_after_pod_change,
             ClusterEvent.ASSIGNED_POD_DELETE: schedulable_after_pod_change,
             ClusterEvent.POD_UPDATE: own_update,
