@@ -116,6 +116,9 @@ class NodeInfo:
     anti_affinity_pods: int = 0
     #: ``status.images``: each name an image is known by -> its size in bytes.
     images: dict[str, int] = field(default_factory=dict)
+    #: Counts of the pods matching a (namespace, selector), as PodTopologySpread asks of
+    #: every node for every pod it scores; forgotten whenever a pod comes or goes.
+    matching: dict[Any, int] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, node: dict[str, Any]) -> NodeInfo:
@@ -146,6 +149,7 @@ class NodeInfo:
     def add_pod(self, pod: PodInfo) -> None:
         if pod.key in self.pods:
             self.remove_pod(pod.key)
+        self.matching.clear()
         self.pods[pod.key] = pod
         for resource, amount in pod.requests.items():
             self.requested[resource] = self.requested.get(resource, 0) + amount
@@ -161,6 +165,7 @@ class NodeInfo:
         pod = self.pods.pop(key, None)
         if pod is None:
             return
+        self.matching.clear()
         for resource, amount in pod.requests.items():
             self.requested[resource] = self.requested.get(resource, 0) - amount
         self.score_requested[0] -= pod.score_requests[0]
@@ -181,6 +186,7 @@ class NodeInfo:
         fresh.requested = self.requested
         fresh.score_requested = self.score_requested
         fresh.pods = self.pods
+        fresh.matching = self.matching  # the same pods: the same counts, forgotten together
         fresh.used_ports = self.used_ports
         fresh.affinity_pods = self.affinity_pods
         fresh.anti_affinity_pods = self.anti_affinity_pods

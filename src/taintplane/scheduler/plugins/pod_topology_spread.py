@@ -102,13 +102,19 @@ class Constraint:
         )
 
     def matching(self, pod: PodInfo, node: NodeInfo) -> int:
-        return sum(
-            1
-            for other in node.pods.values()
-            if other.namespace == pod.namespace
-            and not other.terminating
-            and self.selector.matches((other.pod.get("metadata") or {}).get("labels"))
-        )
+        # Every pod of a Deployment asks every node the same question (the system defaults'
+        # selector): the node keeps the answer until its pods change.
+        key = (pod.namespace, self.selector)
+        found = node.matching.get(key)
+        if found is None:
+            found = node.matching[key] = sum(
+                1
+                for other in node.pods.values()
+                if other.namespace == pod.namespace
+                and not other.terminating
+                and self.selector.matches((other.pod.get("metadata") or {}).get("labels"))
+            )
+        return found
 
 
 def schedulable_after_node_change(pod: PodInfo, old: NodeInfo | None, new: NodeInfo) -> bool:
@@ -128,7 +134,15 @@ def schedulable_after_pod_change(pod: PodInfo, old: PodInfo | None, new: PodInfo
 
 
 def _admits(pod: PodInfo, node: NodeInfo) -> bool:
+    spec = pod.pod.get("spec") or {}
+    if not spec.get("nodeSelector") and not _requires_node_affinity(spec):
+        return True  # nothing to check: the common pod, asked of every node
     return _AFFINITY.filter(CycleState(), pod, node) is None
+
+
+def _requires_node_affinity(spec: Mapping[str, Any]) -> bool:
+    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    return bool(affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
 
 
 def _constraints(pod: PodInfo, hard: bool) -> list[Constraint]:
