@@ -17,6 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from taintplane.api.selectors import LabelSelector, Operator, Requirement, label_selector_from_dict
 from taintplane.api.tolerations import TaintFilter, find_untolerated_taint
 from taintplane.scheduler.events import ClusterEvent, own_update
@@ -40,6 +43,7 @@ from taintplane.scheduler.plugins.spread_defaults import (
     SpreadListers,
     default_selector,
 )
+from taintplane.scheduler.table import NodeTable
 
 __all__ = [
     "ALL_NODES_KEY",
@@ -292,6 +296,17 @@ class PodTopologySpread:
                 continue
             total += counts.per_domain[i].get(domain, 0) * weights[i] + (constraint.max_skew - 1)
         return math.floor(total + 0.5)  # Go's math.Round: halves away from zero, not to even
+
+    def score_all(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, rows: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int64]:
+        """The scores of the table rows ``rows``, node by node as :meth:`score` and
+        :meth:`normalize` give them, so that the other plugins keep scoring in bulk (every
+        pod of a Deployment has the system defaults)."""
+        picked = [table.nodes[int(i)] for i in rows]
+        scores = {node.name: self.score(state, pod, node) for node in picked}
+        self.normalize(state, pod, scores)
+        return np.fromiter((scores[node.name] for node in picked), np.int64, len(picked))
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
         ignored: set[str] = state.data[_SCORE_KEY][2]
