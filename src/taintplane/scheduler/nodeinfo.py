@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Any
 
 from taintplane.api.field import Path
@@ -30,6 +31,10 @@ __all__ = [
 #: Requests assumed for scoring when a container sets none (upstream's non-zero defaults).
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+#: Stamps for NodeInfo.pods_changed: unique over every node, so a stamp kept for a table row
+#: never matches a different NodeInfo's (or a later state of the same one).
+_POD_CHANGES = count(1)
 
 
 def pod_key(pod: Mapping[str, Any]) -> str:
@@ -119,6 +124,9 @@ class NodeInfo:
     #: Counts of the pods matching a (namespace, selector), as PodTopologySpread asks of
     #: every node for every pod it scores; forgotten whenever a pod comes or goes.
     matching: dict[Any, int] = field(default_factory=dict, repr=False, compare=False)
+    #: A new stamp whenever a pod comes or goes (and for every new NodeInfo): the node table
+    #: copies it, so per-row results about the pods are redone only where it moved.
+    pods_changed: int = field(default_factory=lambda: next(_POD_CHANGES), repr=False, compare=False)
 
     @classmethod
     def of(cls, node: dict[str, Any]) -> NodeInfo:
@@ -150,6 +158,7 @@ class NodeInfo:
         if pod.key in self.pods:
             self.remove_pod(pod.key)
         self.matching.clear()
+        self.pods_changed = next(_POD_CHANGES)
         self.pods[pod.key] = pod
         for resource, amount in pod.requests.items():
             self.requested[resource] = self.requested.get(resource, 0) + amount
@@ -166,6 +175,7 @@ class NodeInfo:
         if pod is None:
             return
         self.matching.clear()
+        self.pods_changed = next(_POD_CHANGES)
         for resource, amount in pod.requests.items():
             self.requested[resource] = self.requested.get(resource, 0) - amount
         self.score_requested[0] -= pod.score_requests[0]

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from itertools import count
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +59,13 @@ _COLUMNS = (
     "anti_affinity_pods",
 )
 
+#: Stamps of what a row was made from, for plugins that keep per-row results of their own
+#: (PodTopologySpread's matching-pod counts and domain ids) and redo only the rows whose
+#: stamp moved: ``pods_changed`` is the node's (NodeInfo.pods_changed, reloaded with the
+#: usage), ``filled`` is new each time the row is filled from a NodeInfo (its labels).
+_STAMPS = ("pods_changed", "filled")
+_FILLS = count(1)
+
 
 class NodeTable:
     def __init__(self, nodes: Sequence[NodeInfo]) -> None:
@@ -68,6 +77,15 @@ class NodeTable:
         for column in _COLUMNS:
             setattr(self, column, np.zeros(self.size, dtype=np.int64))
         self.unschedulable = np.zeros(self.size, dtype=bool)
+        for column in _STAMPS:
+            setattr(self, column, np.zeros(self.size, dtype=np.int64))
+        self.pods_changed: Ints
+        self.filled: Ints
+        #: Plugins' own per-row arrays (rows along the first axis), by a key of theirs: they
+        #: follow rows inserted (as zeros) and deleted, like the columns.
+        self.extra: dict[Any, npt.NDArray[Any]] = {}
+        #: Plugins' own data about the table that is not per row (e.g. ids of label values).
+        self.memo: dict[Any, Any] = {}
         self.alloc_cpu: Ints
         self.alloc_memory: Ints
         self.alloc_storage: Ints
@@ -138,9 +156,10 @@ class NodeTable:
         """Every column without the rows ``drop``, then with empty rows (named ``names``)
         before ``insert_at``, positions among the remaining rows; the caller fills them."""
         self.size = len(self.nodes)
-        for column in _COLUMNS:
-            values = np.delete(getattr(self, column), drop) if drop else getattr(self, column)
-            setattr(self, column, np.insert(values, insert_at, 0) if insert_at else values)
+        for column in _COLUMNS + _STAMPS:
+            setattr(self, column, _reshaped(getattr(self, column), drop, insert_at))
+        for key, values in self.extra.items():
+            self.extra[key] = _reshaped(values, drop, insert_at)
         kept = np.delete(self.names, drop) if drop else self.names
         self.names = np.insert(kept, insert_at, np.array(names, dtype=object)) if names else kept
 
@@ -162,6 +181,7 @@ class NodeTable:
         self._group_rows[group] += 1
         self._live_groups += self._group_rows[group] == 1
         self.taint_group[i] = group
+        self.filled[i] = next(_FILLS)
         for image in node.images:
             self.image_nodes[image] = self.image_nodes.get(image, 0) + 1
         self._load(i)
@@ -188,6 +208,7 @@ class NodeTable:
         self.score_memory[i] = node.score_requested[1]
         self.affinity_pods[i] = node.affinity_pods
         self.anti_affinity_pods[i] = node.anti_affinity_pods
+        self.pods_changed[i] = node.pods_changed
 
     def _compact_groups(self) -> None:
         """Number the live groups afresh, in order of first use, as a fresh table would."""
@@ -203,3 +224,8 @@ class NodeTable:
         }
         self._group_rows = np.bincount(self.taint_group, minlength=len(live)).tolist()
         self._live_groups = len(live)
+
+
+def _reshaped(values: npt.NDArray[Any], drop: list[int], insert_at: list[int]) -> npt.NDArray[Any]:
+    kept = np.delete(values, drop, axis=0) if drop else values
+    return np.insert(kept, insert_at, 0, axis=0) if insert_at else kept

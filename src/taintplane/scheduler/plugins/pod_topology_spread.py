@@ -43,6 +43,7 @@ from taintplane.scheduler.plugins.spread_defaults import (
     SpreadListers,
     default_selector,
 )
+from taintplane.scheduler.plugins.spread_vector import spread_scores
 from taintplane.scheduler.table import NodeTable
 
 __all__ = [
@@ -193,6 +194,59 @@ def _count(
     return _Counts(constraints, per_domain)
 
 
+_Prepared = tuple[_Counts, list[float], set[str]]
+
+
+@dataclass
+class _Scoring:
+    """PreScore's inputs; the per-node counts are made on first use."""
+
+    pod: PodInfo
+    constraints: list[Constraint]
+    require_all: bool
+    nodes: Sequence[NodeInfo]
+    all_nodes: Sequence[NodeInfo]
+    _prepared: _Prepared | None = None
+
+    def per_node(self) -> _Prepared:
+        if self._prepared is None:
+            self._prepared = _prepare(
+                self.pod, self.constraints, self.require_all, self.nodes, self.all_nodes
+            )
+        return self._prepared
+
+
+def _prepare(
+    pod: PodInfo,
+    soft: list[Constraint],
+    require_all: bool,
+    nodes: Sequence[NodeInfo],
+    all_nodes: Sequence[NodeInfo],
+) -> _Prepared:
+    # As upstream: the domains that score are those of the feasible nodes, each counted over
+    # every node in the cluster; a feasible node lacking a topology key scores 0 (with the
+    # system defaults: is scored on the keys it has).
+    counts = _count(pod, all_nodes, soft, require_all)
+    ignored = {n.name for n in nodes if require_all and not all(c.key in n.labels for c in soft)}
+    weights: list[float] = []
+    for i, constraint in enumerate(soft):
+        # ``nodes`` passed every filter, NodeAffinity's included: all are admitted.
+        seen = {
+            n.labels.get(constraint.key, "")
+            for n in nodes
+            if n.name not in ignored
+            and constraint.counts_node(pod, n, admitted=True, require_key=require_all)
+        }
+        counts.per_domain[i] = {d: c for d, c in counts.per_domain[i].items() if d in seen}
+        size = len(counts.per_domain[i])
+        if not require_all:
+            # Upstream sizes the defaults' domains by the feasible nodes alone, whatever
+            # their pods; the hostname domain is each feasible node.
+            size = len(nodes) if constraint.key == HOSTNAME else len(seen)
+        weights.append(math.log(size + 2))
+    return counts, weights, ignored
+
+
 class PodTopologySpread:
     name = names.POD_TOPOLOGY_SPREAD
     reverse = False
@@ -258,35 +312,13 @@ class PodTopologySpread:
         soft, require_all = self._soft(pod)
         if not soft:
             return Status(Code.SKIP)
-        # As upstream: the domains that score are those of the feasible nodes, each counted
-        # over every node in the cluster; a feasible node lacking a topology key scores 0
-        # (with the system defaults: is scored on the keys it has).
+        # The counts are made when first asked: score_all makes its own over the node table.
         all_nodes: Sequence[NodeInfo] = state.data.get(ALL_NODES_KEY, nodes)
-        counts = _count(pod, all_nodes, soft, require_all)
-        ignored = {
-            n.name for n in nodes if require_all and not all(c.key in n.labels for c in soft)
-        }
-        weights: list[float] = []
-        for i, constraint in enumerate(soft):
-            # ``nodes`` passed every filter, NodeAffinity's included: all are admitted.
-            seen = {
-                n.labels.get(constraint.key, "")
-                for n in nodes
-                if n.name not in ignored
-                and constraint.counts_node(pod, n, admitted=True, require_key=require_all)
-            }
-            counts.per_domain[i] = {d: c for d, c in counts.per_domain[i].items() if d in seen}
-            size = len(counts.per_domain[i])
-            if not require_all:
-                # Upstream sizes the defaults' domains by the feasible nodes alone, whatever
-                # their pods; the hostname domain is each feasible node.
-                size = len(nodes) if constraint.key == HOSTNAME else len(seen)
-            weights.append(math.log(size + 2))
-        state.data[_SCORE_KEY] = (counts, weights, ignored)
+        state.data[_SCORE_KEY] = _Scoring(pod, soft, require_all, nodes, all_nodes)
         return None
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        counts, weights, ignored = state.data[_SCORE_KEY]
+        counts, weights, ignored = state.data[_SCORE_KEY].per_node()
         if node.name in ignored:
             return 0
         total = 0.0
@@ -300,16 +332,22 @@ class PodTopologySpread:
     def score_all(
         self, state: CycleState, pod: PodInfo, table: NodeTable, rows: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.int64]:
-        """The scores of the table rows ``rows``, node by node as :meth:`score` and
-        :meth:`normalize` give them, so that the other plugins keep scoring in bulk (every
-        pod of a Deployment has the system defaults)."""
+        """The scores of the table rows ``rows`` (the feasible nodes PreScore was given), from
+        arrays kept on the table (spread_vector.py), so that a decision costs the rows that
+        changed since the last one, not a pass over every node. When the cycle's nodes are
+        not the table's rows, node by node as :meth:`score` and :meth:`normalize` give them."""
+        scoring: _Scoring = state.data[_SCORE_KEY]
+        if scoring.all_nodes is table.nodes:
+            return spread_scores(
+                pod, scoring.constraints, scoring.require_all, HOSTNAME, table, rows
+            )
         picked = [table.nodes[int(i)] for i in rows]
         scores = {node.name: self.score(state, pod, node) for node in picked}
         self.normalize(state, pod, scores)
         return np.fromiter((scores[node.name] for node in picked), np.int64, len(picked))
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
-        ignored: set[str] = state.data[_SCORE_KEY][2]
+        ignored = state.data[_SCORE_KEY].per_node()[2]
         counted = [raw for name, raw in scores.items() if name not in ignored]
         if not counted:
             return
