@@ -186,7 +186,8 @@ def test_the_last_hour_chart(cluster: LocalCluster, browser: Any) -> None:
 def test_a_node_page_says_who_stays_and_for_how_long(cluster: LocalCluster, browser: Any) -> None:
     page = browser.new_page()
     page.goto(f"{cluster.url}/dashboard/")
-    page.locator("#nodes a", has_text="node-1").click()
+    with page.expect_navigation():  # the node page loaded, not only its URL committed
+        page.locator("#nodes a", has_text="node-1").click()
     assert page.url == f"{cluster.url}/dashboard/nodes/node-1"
     assert page.title() == "node node-1"
     assert rows(page, "taints") == [
@@ -200,7 +201,8 @@ def test_a_node_page_says_who_stays_and_for_how_long(cluster: LocalCluster, brow
     )
     # Already evicted (a finalizer holds it): not listed as staying.
     assert pods["default/doomed"] == "being deleted (DeletionByTaintManager)"
-    page.locator("a", has_text="all nodes").click()
+    with page.expect_navigation():
+        page.locator("a", has_text="all nodes").click()
     assert page.url == f"{cluster.url}/dashboard/"
 
 

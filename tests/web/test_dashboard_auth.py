@@ -142,7 +142,8 @@ def test_kubectl_proxy_is_a_way_in(server: Server, browser: Any, tmp_path: Path)
         response = page.goto(f"http://127.0.0.1:{port[1]}/dashboard/")
         assert response.status == 200
         assert page.title() == "taintplane"
-        page.locator("#nodes a", has_text="node-2").click()
+        with page.expect_navigation():  # the node page loaded, not only its URL committed
+            page.locator("#nodes a", has_text="node-2").click()
         assert page.title() == "node node-2"
     finally:
         proxy.terminate()
