@@ -17,8 +17,9 @@ JSON = st.recursive(
     | st.integers(min_value=-(2**63), max_value=2**63 - 1)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=30,
 )
 

@@ -56,11 +56,15 @@ def go_parse_error(text: str) -> str | None:
     return SUFFIX_WRONG
 
 
+def parse_quantity(text: str | int | float) -> Decimal:
+    """The exact amount a quantity names."""
+    return _parse_quantity(text)
+
+
 # A node's status report carries a dozen quantities, the same ones every time: answers are
 # kept (typed: True, 1 and 1.0 are different inputs here).
 @lru_cache(maxsize=4096, typed=True)
-def parse_quantity(text: str | int | float) -> Decimal:
-    """The exact amount a quantity names."""
+def _parse_quantity(text: str | int | float) -> Decimal:
     if isinstance(text, bool):
         raise QuantityError(f"quantities must match the regular expression: {text!r}")
     if isinstance(text, int | float):
