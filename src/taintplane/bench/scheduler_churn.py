@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/scheduler_churn.py label --nodes 1000 4000
     .venv/bin/python benchmarks/scheduler_churn.py daemon --nodes 1000 4000
     .venv/bin/python benchmarks/scheduler_churn.py taint --nodes 1000 4000
+    .venv/bin/python benchmarks/scheduler_churn.py spread --nodes 1000 4000
     .venv/bin/python benchmarks/scheduler_churn.py parked --pending 1000 4000
 
 The scheduler alone, fed the events its informers would deliver (no API server, no binding
@@ -17,6 +18,9 @@ cycle, and the pod's binding seen back (the pod counted on its node).
 - ``taint``: before each pod one more of zone a's nodes is tainted ``outage:NoExecute`` with
   its own ``timeAdded``, as a zone taint applied node by node (what-if; once all are, again
   with a new ``timeAdded``); the pods do not tolerate it.
+- ``spread``: no node changes; every pod (those placed before too) is a ReplicaSet's, so
+  PodTopologySpread scores it with the system defaults (hostname and zone) over the
+  ReplicaSet's pods: the cost of a Deployment's pods against the nodes.
 
 - ``parked``: the cost of events against the pods waiting, not the nodes. ``--pending`` P pods
   tolerate none of the ``dedicated`` taint every node has, and are parked unschedulable (their
@@ -48,7 +52,13 @@ from taintplane.clock import VirtualClock
 from taintplane.scheduler.nodeinfo import PodInfo
 from taintplane.scheduler.scheduler import Scheduler
 
-MODES = ("label", "daemon", "taint", "parked")
+MODES = ("label", "daemon", "taint", "parked", "spread")
+REPLICA_SET = {
+    "apiVersion": "apps/v1",
+    "kind": "ReplicaSet",
+    "metadata": {"name": "web", "namespace": "bench"},
+    "spec": {"selector": {"matchLabels": {"app": "web"}}},
+}
 
 
 def make_node(i: int) -> dict[str, Any]:
@@ -66,7 +76,7 @@ def make_node(i: int) -> dict[str, Any]:
     }
 
 
-def make_pod(name: str, node: str = "", on: str = "") -> dict[str, Any]:
+def make_pod(name: str, node: str = "", on: str = "", owned: bool = False) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "10m"}}}]
     }
@@ -78,7 +88,12 @@ def make_pod(name: str, node: str = "", on: str = "") -> dict[str, Any]:
         spec["affinity"] = {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
         }
-    return {"metadata": {"name": name, "namespace": "bench", "uid": name}, "spec": spec}
+    meta: dict[str, Any] = {"name": name, "namespace": "bench", "uid": name}
+    if owned:
+        meta["labels"] = {"app": "web"}
+        owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "rs"}
+        meta["ownerReferences"] = [{**owner, "controller": True}]
+    return {"metadata": meta, "spec": spec}
 
 
 def changed(node: dict[str, Any], k: int, mode: str) -> dict[str, Any]:
@@ -95,8 +110,12 @@ def run(mode: str, nodes: int, pods: int) -> dict[str, float]:
     objects = [make_node(i) for i in range(nodes)]
     for node in objects:
         scheduler._node_added(node)
+    owned = mode == "spread"
+    if owned:
+        scheduler.spread_listers.replica_sets = {"bench/web": REPLICA_SET}
     for j in range(5 * nodes):
-        scheduler._pod_added(make_pod(f"placed-{j}", node=objects[j % nodes]["metadata"]["name"]))
+        on = objects[j % nodes]["metadata"]["name"]
+        scheduler._pod_added(make_pod(f"placed-{j}", node=on, owned=owned))
     scheduler.decide(PodInfo.of(make_pod("warm-up")))
     step = 7919  # a prime: the changed nodes spread over the name order
     cpu, wall = time.process_time(), time.perf_counter()
@@ -106,6 +125,8 @@ def run(mode: str, nodes: int, pods: int) -> dict[str, float]:
             new["metadata"]["name"] += f"-{k}"  # lands among the others in name order
             scheduler._node_added(new)
             pod = make_pod(f"p-{k}", on=new["metadata"]["name"])
+        elif owned:
+            pod = make_pod(f"p-{k}", owned=True)
         else:
             # ``taint``: only zone a's nodes (every third), tainted again once all are.
             i = (k * step) % nodes if mode == "label" else 3 * ((k * step) % (nodes // 3))
