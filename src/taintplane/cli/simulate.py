@@ -12,7 +12,6 @@ from pathlib import Path
 
 import click
 
-from taintplane import runtime
 from taintplane.api.duration import format_duration
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
 from taintplane.cli.errors import InputFileError
@@ -76,16 +75,13 @@ def simulate_command(
         raise InputFileError(str(error)) from error
     if report is not None:
         _check_writable(report)
-    # A simulation allocates as a cluster does: a long run's collector settings, as what-if's
-    # (the default ones collect the whole heap over and over).
-    with runtime.settled_heap():
-        result = run_shown(
-            progress,
-            "simulated",
-            "simulating",
-            played.until,
-            lambda shown: run_scenario(played, features=features, progress=shown),
-        )
+    result = run_shown(
+        progress,
+        "simulated",
+        "simulating",
+        played.until,
+        lambda shown: run_scenario(played, features=features, progress=shown),
+    )
     if report is not None:
         try:
             report.write_text(render_html(result))

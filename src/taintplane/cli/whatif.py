@@ -18,7 +18,6 @@ from typing import Any
 import click
 import httpx
 
-from taintplane import runtime
 from taintplane.api.duration import DurationError, format_duration, parse_duration
 from taintplane.api.features import FeatureGates, UnknownFeatureGateError
 from taintplane.api.selectors import LabelSelector, parse_label_selector
@@ -158,8 +157,7 @@ def what_if_taint_command(
 
     objects, start = _read_cluster(snapshot, kubeconfig)
     if devices:
-        with runtime.settled_heap():
-            run_devices(args[1:], filename, objects, start, window, features, output, progress)
+        run_devices(args[1:], filename, objects, start, window, features, output, progress)
         return
     try:
         plan = resolve_plan(
@@ -185,19 +183,15 @@ def what_if_taint_command(
         window = default_window(objects, plan)
 
     resolved = plan
-    # The snapshot lives as long as the copy runs on it, which allocates as a cluster does: a
-    # long run's collector settings (the default ones collect the whole heap over and over: a
-    # third of the copy's CPU and a fifth of the window's at 500 nodes).
-    with runtime.settled_heap():
-        report = run_shown(
-            progress,
-            "predicted",
-            "predicting",
-            window,
-            lambda shown: run_what_if(
-                objects, resolved, start=start, window=window, features=features, progress=shown
-            ),
-        )
+    report = run_shown(
+        progress,
+        "predicted",
+        "predicting",
+        window,
+        lambda shown: run_what_if(
+            objects, resolved, start=start, window=window, features=features, progress=shown
+        ),
+    )
     if output == "json":
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
