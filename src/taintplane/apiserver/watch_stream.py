@@ -146,12 +146,13 @@ async def watch_lines(
             await close()
 
 
-async def _first_of(heartbeat: tuple[Clock, float], pre_timeout: tuple[Clock, float | None]) -> str:
+async def _first_of(heartbeat: tuple[Clock, float], pre_timeout: tuple[Clock, float]) -> str:
     """Wait until the heartbeat or the pre-timeout instant, each ``(clock, seconds)``, and
     say which came first; the pre-timeout wins a tie (it is the last bookmark)."""
-    waits = {asyncio.ensure_future(heartbeat[0].sleep(heartbeat[1])): "heartbeat"}
-    if pre_timeout[1] is not None:
-        waits[asyncio.ensure_future(pre_timeout[0].sleep(pre_timeout[1]))] = "deadline"
+    waits = {
+        asyncio.ensure_future(heartbeat[0].sleep(heartbeat[1])): "heartbeat",
+        asyncio.ensure_future(pre_timeout[0].sleep(pre_timeout[1])): "deadline",
+    }
     try:
         done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     finally:
