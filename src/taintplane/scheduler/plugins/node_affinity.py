@@ -36,7 +36,7 @@ from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
 from taintplane.scheduler.table import NodeTable
 
-__all__ = ["ERR_REASON_CONFLICT", "ERR_REASON_POD", "NodeAffinity", "term_matches"]
+__all__ = ["ERR_REASON_CONFLICT", "ERR_REASON_POD", "NodeAffinity", "admits", "term_matches"]
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
@@ -55,6 +55,19 @@ def _node_affinity(pod: PodInfo) -> Mapping[str, Any]:
 def _required_match(pod: PodInfo, node: NodeInfo) -> bool:
     spec = pod.pod.get("spec") or {}
     return nodeaffinity.pod_matches_node_selector_and_affinity(spec, node.labels, node.name)
+
+
+def _constrains(pod: PodInfo) -> bool:
+    """Has the pod a nodeSelector or required node affinity (anything the filter checks)?"""
+    return bool((pod.pod.get("spec") or {}).get("nodeSelector")) or bool(
+        _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
+    )
+
+
+def admits(pod: PodInfo, node: NodeInfo) -> bool:
+    """Does the pod's nodeSelector and required node affinity admit the node (the filter's
+    answer, without a cycle; free for the common pod that has neither)?"""
+    return not _constrains(pod) or _required_match(pod, node)
 
 
 def schedulable_after_node_change(pod: PodInfo, old: NodeInfo | None, new: NodeInfo) -> bool:
@@ -137,10 +150,7 @@ class NodeAffinity:
     def filter_all(
         self, state: CycleState, pod: PodInfo, table: NodeTable
     ) -> npt.NDArray[np.bool_]:
-        spec = pod.pod.get("spec") or {}
-        if not spec.get("nodeSelector") and not _node_affinity(pod).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        ):
+        if not _constrains(pod):
             return np.ones(table.size, dtype=bool)
         return np.array([self.filter(state, pod, node) is None for node in table.nodes], dtype=bool)
 

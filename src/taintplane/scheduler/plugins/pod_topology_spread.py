@@ -36,7 +36,7 @@ from taintplane.scheduler.framework import (
 )
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
-from taintplane.scheduler.plugins.node_affinity import NodeAffinity
+from taintplane.scheduler.plugins.node_affinity import admits
 from taintplane.scheduler.plugins.spread_defaults import (
     HOSTNAME,
     SYSTEM_DEFAULT_CONSTRAINTS,
@@ -57,7 +57,6 @@ ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread con
 ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
 _FILTER_KEY = "PreFilter" + names.POD_TOPOLOGY_SPREAD
 _SCORE_KEY = "PreScore" + names.POD_TOPOLOGY_SPREAD
-_AFFINITY = NodeAffinity()
 ALL_NODES_KEY = "all-nodes"
 """Cycle-state key under which the scheduler leaves every node of the cycle (for scoring)."""
 
@@ -138,18 +137,6 @@ def schedulable_after_pod_change(pod: PodInfo, old: PodInfo | None, new: PodInfo
     return any(c.selector.matches(labels) for c in _constraints(pod, hard=True))
 
 
-def _admits(pod: PodInfo, node: NodeInfo) -> bool:
-    spec = pod.pod.get("spec") or {}
-    if not spec.get("nodeSelector") and not _requires_node_affinity(spec):
-        return True  # nothing to check: the common pod, asked of every node
-    return _AFFINITY.filter(CycleState(), pod, node) is None
-
-
-def _requires_node_affinity(spec: Mapping[str, Any]) -> bool:
-    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
-    return bool(affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
-
-
 def _constraints(pod: PodInfo, hard: bool) -> list[Constraint]:
     raw = (pod.pod.get("spec") or {}).get("topologySpreadConstraints") or []
     parsed = [Constraint.parse(c, pod) for c in raw]
@@ -181,7 +168,7 @@ def _count(
     for node in nodes:
         if require_all and not all(c.key in node.labels for c in constraints):
             continue
-        admitted = _admits(pod, node)
+        admitted = admits(pod, node)
         # The system defaults share one selector: count the node's pods once for both.
         matched: dict[int, int] = {}
         for i, constraint in enumerate(constraints):
