@@ -1,10 +1,14 @@
 """The cost of a cluster where nothing happens: heartbeats only.
 
-    .venv/bin/python benchmarks/idle_cost.py --sizes 250,1000 --hours 1 [--real 5000 --seconds 60]
+    .venv/bin/python benchmarks/idle_cost.py --sizes 250,1000 --hours 1 [--pods 0,2000]
+        [--real 5000 --seconds 60]
 
-Virtual clock (in process, no pods): for each size, nodes registered, then `advance` by
-``--hours`` of simulated time in one call, with heartbeat elision (the default) and, with
-``--full``, without it; reported as wall seconds and seconds per node per simulated hour.
+Virtual clock (in process): for each size, nodes registered and, with ``--pods N``, a
+Deployment of N pods brought to Running and left to settle for ten simulated minutes; then
+`advance` by ``--hours`` of simulated time in one call, with heartbeat elision (the default)
+and, with ``--full``, without it; reported as wall seconds and seconds per node per simulated
+hour. (DESIGN.md's steady day is the simulated day's cluster, 5000 nodes and 100 000 pods,
+with no steps: ``--pods`` measures what running pods add to it.)
 Real clock (``--real N``): `taintplane up --nodes N --port 0` as a user starts it, left idle
 for ``--seconds`` after ``--settle`` seconds past start-up; reported as the process's CPU
 time over that window in % of one core, and its RSS. Wall and CPU seconds both: on a loaded
@@ -20,14 +24,39 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from taintplane import runtime
 from taintplane.agents.nodes import NodeShape
+from taintplane.bench.deployment_scale import DEPLOYMENTS, deployment
 from taintplane.clock import VirtualClock
-from taintplane.sim.cluster import in_process_cluster
+from taintplane.sim.cluster import Cluster, in_process_cluster
 
 
-async def virtual(nodes: int, hours: float, elide: bool) -> dict[str, object]:
+async def _running(cluster: Cluster, clock: VirtualClock, pods: int) -> None:
+    """A Deployment of ``pods`` pods created and the clock advanced until all are Running,
+    then ten more simulated minutes for what follows (statuses, progress, events)."""
+    client = cluster.client
+    assert client is not None
+    assert cluster.controller_manager is not None
+    running: set[str] = set()
+
+    def seen(pod: dict[str, Any]) -> None:
+        if (pod.get("status") or {}).get("phase") == "Running":
+            running.add(pod["metadata"]["name"])
+
+    cluster.controller_manager.informers.pods.add_handlers(seen, lambda old, new: seen(new))
+    await client.create(DEPLOYMENTS, deployment(pods), namespace="default")
+    waited = 0
+    while len(running) < pods:
+        await clock.advance(5)
+        waited += 5
+        if waited > 3600:
+            raise RuntimeError(f"only {len(running)} of {pods} Running after 1 h")
+    await clock.advance(600)
+
+
+async def virtual(nodes: int, hours: float, elide: bool, pods: int = 0) -> dict[str, object]:
     clock = VirtualClock()
     shapes = [NodeShape(f"node-{i}", zone="abc"[i % 3]) for i in range(1, nodes + 1)]
     with tempfile.TemporaryDirectory() as data:
@@ -36,6 +65,8 @@ async def virtual(nodes: int, hours: float, elide: bool) -> dict[str, object]:
             Path(data), clock, nodes=shapes, elide_heartbeats=elide
         ) as cluster:
             await clock.advance(60)  # past start-up: every zone Normal
+            if pods:
+                await _running(cluster, clock, pods)
             setup = time.perf_counter() - started
             # As `taintplane up` runs once started (the collector's settings for a long run).
             with runtime.settled_heap():
@@ -47,6 +78,7 @@ async def virtual(nodes: int, hours: float, elide: bool) -> dict[str, object]:
     return {
         "clock": "virtual",
         "nodes": nodes,
+        "pods": pods,
         "simulated_hours": hours,
         "elide_heartbeats": elide,
         "setup_s": round(setup, 2),
@@ -114,14 +146,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="250,1000")
     parser.add_argument("--hours", type=float, default=1.0)
+    parser.add_argument("--pods", default="0", help="running pods, one count per size")
     parser.add_argument("--full", action="store_true", help="also without elision")
     parser.add_argument("--real", type=int, default=0, help="nodes of a real-clock `up`")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--settle", type=float, default=90.0, help="wait after up, seconds")
     args = parser.parse_args(argv)
-    for size in [int(s) for s in args.sizes.split(",") if s]:
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    pods = [int(p) for p in args.pods.split(",")]
+    pods += [pods[-1]] * (len(sizes) - len(pods))
+    for size, running in zip(sizes, pods, strict=False):
         for elide in (True, False) if args.full else (True,):
-            result = runtime.run(virtual(size, args.hours, elide), virtual_time=True)
+            result = runtime.run(virtual(size, args.hours, elide, running), virtual_time=True)
             print(json.dumps(result), flush=True)
     if args.real:
         print(json.dumps(real(args.real, args.seconds, args.settle)), flush=True)
