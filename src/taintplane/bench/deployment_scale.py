@@ -9,7 +9,10 @@ Deployment of N replicas is created and the clock advanced a second at a time un
 pods report phase Running. Measured: wall and CPU time from the create to the last Running
 pod (cluster start-up apart), per pod, and the growth ratio t(N)/t(first N) against
 N/first N (``per_pod_vs_first`` 1.0 is linear). On a shared machine the CPU time is the
-steadier figure. ``--profile FILE`` writes a cProfile of the largest N.
+steadier figure. ``--profile FILE`` writes a cProfile of the largest N. ``--census`` counts
+every API request from the create to the last Running pod by verb, resource, subresource,
+field manager and component (:mod:`taintplane.bench.census`), per pod: a table on stderr and
+``census`` rows in the JSON (the CPU figures then include the counting).
 Progress goes to stderr; the figures are one JSON line on stdout.
 """
 
@@ -28,6 +31,7 @@ from typing import Any
 
 from taintplane import runtime
 from taintplane.agents.nodes import NodeShape
+from taintplane.bench.census import Census
 from taintplane.client import resource
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import in_process_cluster
@@ -53,7 +57,9 @@ def deployment(replicas: int, name: str = "web") -> dict[str, Any]:
     }
 
 
-async def run_one(nodes: int, replicas: int, profile: str | None) -> dict[str, Any]:
+async def run_one(
+    nodes: int, replicas: int, profile: str | None, census: Census | None = None
+) -> dict[str, Any]:
     clock = VirtualClock()
     shapes = [NodeShape(f"node-{i}", zone="abc"[i % 3]) for i in range(1, nodes + 1)]
     with tempfile.TemporaryDirectory(prefix="tp-deploy-") as data:
@@ -69,6 +75,11 @@ async def run_one(nodes: int, replicas: int, profile: str | None) -> dict[str, A
                     running.add(pod["metadata"]["name"])
 
             pods.add_handlers(seen, lambda old, new: seen(new))
+            if census is not None:
+                assert cluster.apiserver is not None
+                # Every in-process request (each of a batch too) passes the server's entry.
+                api = cluster.apiserver
+                setattr(api, "_asgi", census.wrap(api._asgi))  # noqa: B010
             runtime.settle_heap()  # as `taintplane up` does once started
             profiler = cProfile.Profile() if profile else None
             if profiler:
@@ -93,7 +104,7 @@ async def run_one(nodes: int, replicas: int, profile: str | None) -> dict[str, A
                 profiler.disable()
                 profiler.dump_stats(profile)
                 pstats.Stats(profile, stream=sys.stderr).sort_stats("tottime").print_stats(25)
-            return {
+            result: dict[str, Any] = {
                 "replicas": replicas,
                 "wall_s": round(wall, 2),
                 "per_pod_ms": round(wall / replicas * 1000, 3),
@@ -103,12 +114,24 @@ async def run_one(nodes: int, replicas: int, profile: str | None) -> dict[str, A
                 "cpu_per_pod_ms": round(cpu / replicas * 1000, 3),
                 "simulated_s": seconds,
             }
+            if census is not None:
+                rows = census.table(replicas)
+                print(f"  census, N={replicas}:\n{Census.format(rows)}", file=sys.stderr)
+                result["census"] = rows
+            return result
 
 
-async def run(nodes: int, sizes: list[int], profile: str | None) -> dict[str, Any]:
+async def run(
+    nodes: int, sizes: list[int], profile: str | None, census: bool = False
+) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     for at, replicas in enumerate(sizes):
-        result = await run_one(nodes, replicas, profile if at == len(sizes) - 1 else None)
+        result = await run_one(
+            nodes,
+            replicas,
+            profile if at == len(sizes) - 1 else None,
+            Census() if census else None,
+        )
         if results:
             first = results[0]
             result["growth"] = round(result["wall_s"] / first["wall_s"], 1)
@@ -116,7 +139,9 @@ async def run(nodes: int, sizes: list[int], profile: str | None) -> dict[str, An
             # 1.0: the cost per pod stays what it was at the first size (linear in N).
             result["per_pod_vs_first"] = round(result["per_pod_ms"] / first["per_pod_ms"], 2)
             result["cpu_growth"] = round(result["cpu_s"] / first["cpu_s"], 1)
-        print(f"  {json.dumps(result)}", file=sys.stderr)
+        print(
+            f"  {json.dumps({k: v for k, v in result.items() if k != 'census'})}", file=sys.stderr
+        )
         results.append(result)
     return {"nodes": nodes, "runs": results}
 
@@ -126,8 +151,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--replicas", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--profile")
+    parser.add_argument("--census", action="store_true", help="count the API requests per pod")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(run(args.nodes, args.replicas, args.profile))))
+    print(json.dumps(asyncio.run(run(args.nodes, args.replicas, args.profile, args.census))))
 
 
 if __name__ == "__main__":
