@@ -186,10 +186,7 @@ def test_patch_types_and_status_subresource(kubectl):
         == '[{"effect":"NoSchedule","key":"j"}]'
     )
     assert kubectl("patch", "node", "n2", "-p", '{"spec":{"taints":null}}') == "node/n2 patched\n"
-    status = '{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}}'
-    assert (
-        kubectl("patch", "node", "n2", "--subresource=status", "-p", status) == "node/n2 patched\n"
-    )
+    assert _make_ready(kubectl, "n2") == "node/n2 patched\n"
     assert kubectl("get", "nodes", "n2").splitlines()[1].split()[1] == "Ready"
     # The main resource cannot write status.
     kubectl("patch", "node", "n2", "--type=merge", "-p", '{"status":{"conditions":[]}}')
@@ -198,7 +195,14 @@ def test_patch_types_and_status_subresource(kubectl):
     assert unchanged == "node/n2 patched (no change)\n"
 
 
+def _make_ready(kubectl, node):
+    """The node's Ready condition True, as its kubelet would report (these nodes have none)."""
+    status = '{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}}'
+    return kubectl("patch", "node", node, "--subresource=status", "-p", status)
+
+
 def test_label_annotate_cordon_uncordon(kubectl):
+    _make_ready(kubectl, "n2")  # STATUS below reads Ready,SchedulingDisabled (runs alone too)
     assert kubectl("label", "node", "n2", "a=b") == "node/n2 labeled\n"
     exists = kubectl.run("label", "node", "n2", "a=c")
     assert (exists.returncode, exists.stderr) == (
