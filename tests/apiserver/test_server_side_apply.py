@@ -159,3 +159,44 @@ def test_kubectl_apply_server_side_conflict_and_force(kubectl):
         == "node/ssa-k serverside-applied\n"
     )
     assert kubectl("get", "node", "ssa-k", "-o", "jsonpath={.spec.taints[0].value}") == "no"
+
+
+UPGRADE = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: upgrade}
+spec:
+  replicas: REPLICAS
+  selector: {matchLabels: {app: upgrade}}
+  template:
+    metadata: {labels: {app: upgrade}}
+    spec:
+      containers: [{name: c, image: nginx:1.27}]
+"""
+
+
+def test_kubectl_apply_server_side_upgrades_a_client_side_apply(kubectl):
+    """lastAppliedManager: kubectl's first server-side apply of what it applied client-side
+    takes over the fields of the last-applied annotation without a conflict; another
+    field manager, or a field changed since by someone else, still conflicts."""
+    assert kubectl("apply", "-f", "-", stdin=UPGRADE.replace("REPLICAS", "2")) == (
+        "deployment.apps/upgrade created\n"
+    )
+    three = UPGRADE.replace("REPLICAS", "3")
+    other = kubectl.run("apply", "--server-side", "--field-manager=other", "-f", "-", stdin=three)
+    assert other.returncode == 1
+    assert other.stderr.startswith(
+        'error: Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using '
+        "apps/v1: .spec.replicas\n"
+    )
+    assert kubectl("apply", "--server-side", "-f", "-", stdin=three) == (
+        "deployment.apps/upgrade serverside-applied\n"
+    )
+    assert kubectl("get", "deploy", "upgrade", "-o", "jsonpath={.spec.replicas}") == "3"
+    kubectl("scale", "deploy", "upgrade", "--replicas=5")
+    changed = kubectl.run("apply", "--server-side", "-f", "-", stdin=three.replace("3", "4"))
+    assert changed.returncode == 1
+    assert changed.stderr.startswith(
+        'error: Apply failed with 1 conflict: conflict with "kubectl" using apps/v1: '
+        ".spec.replicas\n"
+    )

@@ -45,6 +45,7 @@ __all__ = [
     "FieldPath",
     "apply_conflicts",
     "conflict_message",
+    "conflicts_left_by_last_applied",
     "fields_of",
     "managed_fields_base",
     "prune",
@@ -767,6 +768,38 @@ def apply_conflicts(
                 api_version = str(entry.get("apiVersion", "")) if updater else ""
                 conflicts.append(Conflict(str(entry.get("manager")), api_version, path))
     return conflicts
+
+
+def conflicts_left_by_last_applied(
+    live: Mapping[str, Any],
+    conflicts: list[Conflict],
+    manager: str,
+    api_version: str,
+    *,
+    skip_status: bool,
+) -> list[Conflict]:
+    """lastAppliedManager: the first ``kubectl apply --server-side`` of an object kubectl
+    applied client-side takes over, without a conflict, the fields the client-side apply
+    annotation names with the values they still have (the upgrade path upstream documents).
+    Only for the manager "kubectl", an annotation of the request's API version; what is
+    left conflicts as before."""
+    annotations = (live.get("metadata") or {}).get("annotations")
+    if manager != "kubectl" or not conflicts or not isinstance(annotations, dict):
+        return conflicts
+    text = annotations.get(LAST_APPLIED)
+    try:
+        last_applied = json.loads(text) if isinstance(text, str) and text else None
+    except ValueError:
+        return conflicts
+    if not isinstance(last_applied, dict) or last_applied.get("apiVersion") != api_version:
+        return conflicts
+    live_fields = fields_of(live, skip_status=skip_status)
+    allowed = {
+        path
+        for path, value in fields_of(last_applied, skip_status=skip_status).items()
+        if path in live_fields and live_fields[path] == value
+    }
+    return [conflict for conflict in conflicts if conflict.path not in allowed]
 
 
 def record_apply(

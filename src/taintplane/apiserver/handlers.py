@@ -591,6 +591,13 @@ class ResourceHandlers:
             return json_response(created, 201)
         conflicts = fieldmanager.apply_conflicts(live, config, manager, skip_status=skip_status)
         if conflicts and not force:
+            group_version = "/".join(p for p in (info.resource.group, info.resource.version) if p)
+            conflicts = fieldmanager.conflicts_left_by_last_applied(
+                live, conflicts, manager, group_version, skip_status=skip_status
+            )
+            # Conflicts the annotation allowed are taken over, as a forced apply takes them.
+            force = not conflicts
+        if conflicts and not force:
             causes = [
                 {
                     "reason": "FieldManagerConflict",
