@@ -9,7 +9,10 @@ each status it syncs (the ContainerCreating one, then Running: two of each at le
 ReplicaSet status PUT per sync whose status changed (``updateReplicaSetStatus``: the replica
 count on create, the ready/available counts on Running, so at most two a pod) and a Deployment
 status PUT per sync whose status changed (one per ReplicaSet status change at most). Ours must
-write no more of any kind, refuse none (409) and write nothing unchanged.
+write no more of any kind, refuse none (409) and write nothing unchanged. The kubelets write
+in rounds (agents/pod_rounds.py), so the pods' Running reaches the ReplicaSet in bursts and its
+status, and the Deployment's, are written a few times in all rather than once a pod; what they
+end with is the same.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from taintplane.agents.nodes import NodeShape
 from taintplane.bench.census import Census, _resource
 from taintplane.bench.deployment_scale import DEPLOYMENTS, deployment
 from tests.controllers.harness import PODS, Sim, simulate
+from tests.controllers.workload_builders import REPLICASETS
 
 REPLICAS = 12
 
@@ -64,6 +68,14 @@ def test_a_deployments_pods_cost_no_more_requests_than_upstreams(tmp_path: Path)
         items, _ = await sim.client.list(PODS, "default")
         assert len(items) == REPLICAS
         assert all(p["status"]["phase"] == "Running" for p in items)
+        (rs,), _ = await sim.client.list(REPLICASETS, "default")
+        counts = ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas")
+        assert [rs["status"][c] for c in counts] == [REPLICAS] * 4
+        status = (await sim.client.get(DEPLOYMENTS, "web", "default"))["status"]
+        counts = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
+        assert [status[c] for c in counts] == [REPLICAS] * 4
+        available = [c for c in status["conditions"] if c["type"] == "Available"]
+        assert available[0]["status"] == "True"
 
     simulate(
         tmp_path,
@@ -76,11 +88,19 @@ def test_a_deployments_pods_cost_no_more_requests_than_upstreams(tmp_path: Path)
     details: list[Any] = [k for k in counted if k[3] in ("409", "unchanged")]
     assert details == [], "a refused or unchanged write"
     reads = {k: n for k, n in counted.items() if k[0] in ("get", "list")}
-    # The test's own list of pods at the end is the one read.
-    assert reads == {("list", "pods", "", ""): 1}
+    # The test's own reads at the end are the only ones.
+    assert reads == {
+        ("list", "pods", "", ""): 1,
+        ("list", "replicasets.apps", "", ""): 1,
+        ("get", "deployments.apps", "", ""): 1,
+    }
     for kind, most in UPSTREAM_PER_POD.items():
         assert counted[kind] <= most * REPLICAS, (kind, counted[kind])
     # Exactly one of each per pod where ours is upstream's; one status patch (straight to
     # Running: the simulated containers start in the instant the pod is admitted).
     for kind in [*list(UPSTREAM_PER_POD)[:6], ("patch", "pods", "status", "")]:
         assert counted[kind] == REPLICAS, (kind, counted[kind])
+    # The kubelets' rounds: the burst of Running pods in a few ReplicaSet and Deployment
+    # status writes (one a pod when one worker wrote one pod at a time).
+    for kind in list(UPSTREAM_PER_POD)[-2:]:
+        assert counted[kind] <= REPLICAS * 2 // 3, (kind, counted[kind])

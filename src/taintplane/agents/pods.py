@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from taintplane.agents.admission import admission_failure, is_static
 from taintplane.agents.container_events import record_killing, record_started
 from taintplane.agents.nodes import node_address
+from taintplane.agents.pod_rounds import StatusWrite, log_failure, send_statuses, take_round
 from taintplane.agents.pod_status import (
     DEADLINE_MESSAGE,
     DEADLINE_REASON,
@@ -102,6 +103,8 @@ class PodRuntime:
         #: Pods with a timer for their active deadline (key -> the instant).
         self._deadlines: dict[str, datetime] = {}
         self._timers: set[asyncio.Task[None]] = set()
+        #: While the worker syncs a round of pods: their status writes, sent together.
+        self._pending: list[StatusWrite] | None = None
         self.informer.add_handlers(self._seen, lambda old, new: self._seen(new), self._gone)
 
     def _ours(self, pod: dict[str, Any]) -> bool:
@@ -127,7 +130,7 @@ class PodRuntime:
             self.queue.add(object_key(pod))
 
     def start(self) -> None:
-        self._worker = asyncio.create_task(self.queue.run(self.sync), name="kubelet-pods")
+        self._worker = asyncio.create_task(self._work(), name="kubelet-pods")
         self._spawn(self._reconcile_loop())
 
     async def stop(self) -> None:
@@ -149,6 +152,37 @@ class PodRuntime:
                 self._reconciling.add(key)
                 self.queue.add(key)
             self.diverged.clear()
+
+    # ---- rounds of pods --------------------------------------------------------------------
+
+    async def _work(self) -> None:
+        """Sync every pod queued, then send their status writes as one batch (one store
+        transaction in-process): the simulated kubelets run side by side, as a cluster's do,
+        so a burst of pods reaches Running in one round rather than one pod a write."""
+        queue = self.queue
+        while True:
+            keys = await take_round(queue)
+            failed: set[str] = set()
+            pending = self._pending = []
+            try:
+                for key in keys:
+                    try:
+                        await self.sync(key)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as error:
+                        log_failure(queue.name, key, error)
+                        failed.add(key)
+            finally:
+                self._pending = None
+            if pending:
+                failed |= await send_statuses(self.kubelets.client, queue.name, pending)
+            for key in keys:
+                if key in failed:
+                    queue.retry(key)
+                else:
+                    queue.forget(key)
+                queue.done(key)
 
     # ---- one pod ---------------------------------------------------------------------------
 
@@ -295,7 +329,10 @@ class PodRuntime:
         if digest == run.last_sent and not reconciling:
             self.diverged.add(key)
             return
-        if await self._patch_status(pod, status_patch(status, pod.get("status") or {})):
+        patch = status_patch(status, pod.get("status") or {})
+        if self._pending is not None:
+            self._pending.append(StatusWrite(key, pod, patch, run, digest))
+        elif await self._patch_status(pod, patch):
             run.last_sent = digest
 
     async def _patch_status(self, pod: dict[str, Any], status: dict[str, Any]) -> bool:
