@@ -129,8 +129,13 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         short_names=("po",),
         categories=("all",),
         subresources=(
+            # Served to fail as upstream does when no kubelet answers (pod_streams.py).
+            Subresource("attach", ("create", "get"), ("", "v1", "PodAttachOptions")),
             Subresource("binding", ("create",), ("", "v1", "Binding")),
             Subresource("eviction", ("create",), ("policy", "v1", "Eviction")),
+            Subresource("exec", ("create", "get"), ("", "v1", "PodExecOptions")),
+            Subresource("log", ("get",), ("", "v1", "Pod")),
+            Subresource("portforward", ("create", "get"), ("", "v1", "PodPortForwardOptions")),
             _STATUS,
         ),
         return_deleted_object=True,

@@ -42,6 +42,7 @@ from taintplane.apiserver.patch import (
     apply_strategic_merge_patch,
     go_value,
 )
+from taintplane.apiserver.pod_streams import STREAM_SUBRESOURCES, serve_stream
 from taintplane.apiserver.registry import Apply, Registry, WatchProgress, check_update_name
 from taintplane.apiserver.registry_checks import DecodeFailure
 from taintplane.apiserver.requestinfo import RequestInfo
@@ -65,7 +66,9 @@ __all__ = ["HANDLED_SUBRESOURCES", "ResourceHandlers", "json_response", "served_
 #: The subresources these handlers give their own semantics (the registry's writes know
 #: status, finalize and binding; eviction and scale have their modules). A subresource in
 #: the scheme but not here would be written as an update of the whole object.
-HANDLED_SUBRESOURCES = frozenset({"status", "finalize", "binding", "eviction", "scale"})
+HANDLED_SUBRESOURCES = frozenset(
+    {"status", "finalize", "binding", "eviction", "scale", *STREAM_SUBRESOURCES}
+)
 
 
 def json_response(body: Any, status: int = 200, content_type: str = "application/json") -> Response:
@@ -200,6 +203,8 @@ class ResourceHandlers:
             return json_response(evicted, 201)
         if info.subresource == "scale":
             return await self._scale(request, info, verb)
+        if info.subresource in STREAM_SUBRESOURCES:
+            return await serve_stream(self.registry, info, request)
         if verb == "get":
             obj = await self.registry.get(info.resource, info.namespace, info.name)
             return await self._render(request, info.resource, [obj], single=obj)

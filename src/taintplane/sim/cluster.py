@@ -90,6 +90,15 @@ def parse_store_spec(spec: str | None, data_dir: Path) -> Path | EtcdTarget:
     )
 
 
+def _quiet_upgrades(record: logging.LogRecord) -> bool:
+    """Drop uvicorn's warnings for every upgrade request (and the missing WebSocket library
+    it then suggests): answering them as plain requests is what the server means to do (see
+    ws="none" in Cluster)."""
+    return not record.getMessage().startswith(
+        ("Unsupported upgrade request.", "No supported WebSocket library detected.")
+    )
+
+
 @dataclass
 class ClusterConfig:
     data_dir: Path
@@ -296,7 +305,13 @@ class Cluster:
             timeout_keep_alive=60,
             ssl_certfile=str(tls.cert) if tls else None,
             ssl_keyfile=str(tls.key) if tls else None,
+            # No WebSocket protocol: kubectl exec, attach and port-forward's upgrades (its
+            # WebSocket first, then SPDY) are answered as plain requests, whose Status tells
+            # why no stream is served (apiserver/pod_streams.py), instead of a handshake
+            # abandoned with an error line in the log.
+            ws="none",
         )
+        logging.getLogger("uvicorn.error").addFilter(_quiet_upgrades)
         self._server = uvicorn.Server(config)
 
     async def _retire(self, names: list[str]) -> None:
