@@ -13,7 +13,6 @@ Field selectors are matched against a flat ``{field: value}`` map that each kind
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -105,112 +104,234 @@ class LabelSelector:
         return ",".join(str(r) for r in self.requirements)
 
 
-_TOKEN = re.compile(r"\s*(!=|==|=|>|<|!|\(|\)|,|[^\s!=<>(),]+)")
+class _Tok(enum.IntEnum):
+    """labels.Token: the lexer's tokens."""
+
+    ERROR = 0
+    END = 1
+    CLOSED_PAR = 2
+    COMMA = 3
+    DOES_NOT_EXIST = 4
+    DOUBLE_EQUALS = 5
+    EQUALS = 6
+    GREATER_THAN = 7
+    IDENTIFIER = 8
+    IN = 9
+    LESS_THAN = 10
+    NOT_EQUALS = 11
+    NOT_IN = 12
+    OPEN_PAR = 13
 
 
-def _tokens(text: str) -> list[str]:
-    tokens: list[str] = []
-    position = 0
-    while position < len(text):
-        match = _TOKEN.match(text, position)
-        if match is None:  # only trailing whitespace is left
-            break
-        tokens.append(match.group(1))
-        position = match.end()
-    return tokens
+_STRING_TO_TOKEN = {
+    ")": _Tok.CLOSED_PAR,
+    ",": _Tok.COMMA,
+    "!": _Tok.DOES_NOT_EXIST,
+    "==": _Tok.DOUBLE_EQUALS,
+    "=": _Tok.EQUALS,
+    ">": _Tok.GREATER_THAN,
+    "in": _Tok.IN,
+    "<": _Tok.LESS_THAN,
+    "!=": _Tok.NOT_EQUALS,
+    "notin": _Tok.NOT_IN,
+    "(": _Tok.OPEN_PAR,
+}
+_SPECIAL = frozenset("=!(),><")
+_BLANK = frozenset(" \t\r\n")
+_BINARY_OPERATORS = "in, notin, =, ==, !=, gt, lt"
+_OPERATOR_OF = {
+    _Tok.IN: Operator.IN,
+    _Tok.EQUALS: Operator.EQUALS,
+    _Tok.DOUBLE_EQUALS: Operator.DOUBLE_EQUALS,
+    _Tok.GREATER_THAN: Operator.GREATER_THAN,
+    _Tok.LESS_THAN: Operator.LESS_THAN,
+    _Tok.NOT_IN: Operator.NOT_IN,
+    _Tok.NOT_EQUALS: Operator.NOT_EQUALS,
+}
 
 
-def _check_key(key: str) -> None:
-    problems = names.is_qualified_name(key)
-    if problems:
-        raise SelectorError(
-            f'unable to parse requirement: key: Invalid value: "{key}": {problems[0]}'
-        )
+def _scan(text: str) -> list[tuple[_Tok, str]]:
+    """labels.Lexer over the whole input, ending with the end-of-string token. As Go's, it
+    reads a NUL as the end of the input."""
+    items: list[tuple[_Tok, str]] = []
+    pos, size = 0, len(text)
+    while True:
+        while pos < size and text[pos] in _BLANK:
+            pos += 1
+        if pos >= size or text[pos] == "\0":
+            items.append((_Tok.END, ""))
+            return items
+        if text[pos] in _SPECIAL:
+            # The longest run of special symbols that is a token ("!=" over "!").
+            begin = pos
+            buffer, last, last_end = "", None, pos
+            while pos < size and text[pos] in _SPECIAL:
+                buffer += text[pos]
+                pos += 1
+                token = _STRING_TO_TOKEN.get(buffer)
+                if token is not None:
+                    last, last_end = token, pos
+                elif last is not None:
+                    break
+            if last is None:
+                items.append((_Tok.ERROR, f"error expected: keyword found '{buffer}'"))
+            else:
+                items.append((last, text[begin:last_end]))
+                pos = last_end
+            continue
+        begin = pos
+        while pos < size and text[pos] != "\0" and text[pos] not in _SPECIAL | _BLANK:
+            pos += 1
+        word = text[begin:pos]
+        items.append((_STRING_TO_TOKEN.get(word, _Tok.IDENTIFIER), word))
 
 
-def _check_value(value: str) -> None:
-    problems = names.is_valid_label_value(value)
-    if problems:
-        raise SelectorError(
-            f'unable to parse requirement: values[0][]: Invalid value: "{value}": {problems[0]}'
-        )
+class _Parser:
+    """labels.Parser: a recursive descent over the scanned tokens, with upstream's errors.
+    In the Values context "in" and "notin" are identifiers (``x in (in)``)."""
+
+    def __init__(self, text: str) -> None:
+        self.items = _scan(text)
+        self.position = 0
+
+    def lookahead(self, values: bool) -> tuple[_Tok, str]:
+        return self._as(self.items[self.position], values)
+
+    def consume(self, values: bool) -> tuple[_Tok, str]:
+        self.position += 1
+        return self._as(self.items[self.position - 1], values)
+
+    @staticmethod
+    def _as(item: tuple[_Tok, str], values: bool) -> tuple[_Tok, str]:
+        if values and item[0] in (_Tok.IN, _Tok.NOT_IN):
+            return _Tok.IDENTIFIER, item[1]
+        return item
+
+    def parse(self) -> list[Requirement]:
+        requirements: list[Requirement] = []
+        while True:
+            token, literal = self.lookahead(True)
+            if token is _Tok.END:
+                return requirements
+            if token not in (_Tok.IDENTIFIER, _Tok.DOES_NOT_EXIST):
+                raise SelectorError(
+                    f"found '{literal}', expected: !, identifier, or 'end of string'"
+                )
+            try:
+                requirements.append(self.requirement())
+            except SelectorError as error:
+                raise SelectorError(f"unable to parse requirement: {error.message}") from None
+            token, literal = self.consume(True)
+            if token is _Tok.END:
+                return requirements
+            if token is not _Tok.COMMA:
+                raise SelectorError(f"found '{literal}', expected: ',' or 'end of string'")
+            after, text = self.lookahead(True)
+            if after not in (_Tok.IDENTIFIER, _Tok.DOES_NOT_EXIST):
+                raise SelectorError(f"found '{text}', expected: identifier after ','")
+
+    def requirement(self) -> Requirement:
+        operator: Operator | None = None
+        token, key = self.consume(True)
+        if token is _Tok.DOES_NOT_EXIST:
+            operator = Operator.DOES_NOT_EXIST
+            token, key = self.consume(True)
+        if token is not _Tok.IDENTIFIER:
+            raise SelectorError(f"found '{key}', expected: identifier")
+        problems = names.is_qualified_name(key)
+        if problems:
+            # validateLabelKey with the parser's nil path, which Go prints as "<nil>".
+            raise SelectorError(f"<nil>: Invalid value: {go_quote(key)}: {'; '.join(problems)}")
+        if self.lookahead(True)[0] in (_Tok.END, _Tok.COMMA):
+            return _new_requirement(key, operator or Operator.EXISTS, [])
+        if operator is Operator.DOES_NOT_EXIST:
+            return _new_requirement(key, operator, [])
+        token, literal = self.consume(False)
+        operator = _OPERATOR_OF.get(token)
+        if operator is None:
+            raise SelectorError(f"found '{literal}', expected: {_BINARY_OPERATORS}")
+        is_set = operator in (Operator.IN, Operator.NOT_IN)
+        values = self.values() if is_set else self.exact_value()
+        return _new_requirement(key, operator, sorted(values))
+
+    def values(self) -> set[str]:
+        token, literal = self.consume(True)
+        if token is not _Tok.OPEN_PAR:
+            raise SelectorError(f"found '{literal}' expected: '('")
+        token, literal = self.lookahead(True)
+        if token is _Tok.CLOSED_PAR:  # "()"
+            self.consume(True)
+            return {""}
+        if token not in (_Tok.IDENTIFIER, _Tok.COMMA):
+            raise SelectorError(f"found '{literal}', expected: ',', ')' or identifier")
+        found = self.identifiers()
+        if self.consume(True)[0] is not _Tok.CLOSED_PAR:
+            raise SelectorError(f"found '{literal}', expected: ')'")
+        return found
+
+    def identifiers(self) -> set[str]:
+        found: set[str] = set()
+        while True:
+            token, literal = self.consume(True)
+            if token is _Tok.IDENTIFIER:
+                found.add(literal)
+                after, text = self.lookahead(True)
+                if after is _Tok.COMMA:
+                    continue
+                if after is _Tok.CLOSED_PAR:
+                    return found
+                raise SelectorError(f"found '{text}', expected: ',' or ')'")
+            if token is not _Tok.COMMA:
+                raise SelectorError(f"found '{literal}', expected: ',', or identifier")
+            # "(,", ",)" and ",," each stand for an empty value.
+            if not found:
+                found.add("")
+            after = self.lookahead(True)[0]
+            if after is _Tok.CLOSED_PAR:
+                found.add("")
+                return found
+            if after is _Tok.COMMA:
+                found.add("")
+
+    def exact_value(self) -> set[str]:
+        if self.lookahead(True)[0] in (_Tok.END, _Tok.COMMA):
+            return {""}
+        token, literal = self.consume(True)
+        if token is _Tok.IDENTIFIER:
+            return {literal}
+        raise SelectorError(f"found '{literal}', expected: identifier")
+
+
+def _new_requirement(key: str, operator: Operator, values: list[str]) -> Requirement:
+    """NewRequirement's checks of what the parser can produce (the key is already valid):
+    Gt/Lt take an integer; every value is a label value. Several errors are an aggregate."""
+    errors: list[str] = []
+    if operator in (Operator.GREATER_THAN, Operator.LESS_THAN):
+        for i, value in enumerate(values):
+            if parse_int64(value) is None:
+                errors.append(
+                    f"values[{i}]: Invalid value: {go_quote(value)}: "
+                    "for 'Gt', 'Lt' operators, the value must be an integer"
+                )
+    for i, value in enumerate(values):
+        problems = names.is_valid_label_value(value)
+        if problems:
+            errors.append(
+                f"values[{i}][{key}]: Invalid value: {go_quote(value)}: {'; '.join(problems)}"
+            )
+    unique = list(dict.fromkeys(errors))
+    if len(unique) == 1:
+        raise SelectorError(unique[0])
+    if unique:
+        raise SelectorError("[" + ", ".join(unique) + "]")
+    return Requirement(key, operator, tuple(values))
 
 
 def parse_label_selector(text: str) -> LabelSelector:
-    """Parse a ``labelSelector`` query value; the empty string selects everything."""
-    tokens = _tokens(text)
-    requirements: list[Requirement] = []
-    i = 0
-
-    def expect_value(at: int) -> str:
-        if at >= len(tokens) or tokens[at] in ("!=", "==", "=", ">", "<", "!", "(", ")", ","):
-            found = tokens[at] if at < len(tokens) else "EOF"
-            raise SelectorError(f"found '{found}', expected: identifier")
-        return tokens[at]
-
-    while i < len(tokens):
-        token = tokens[i]
-        if token == "!":
-            key = expect_value(i + 1)
-            _check_key(key)
-            requirements.append(Requirement(key, Operator.DOES_NOT_EXIST))
-            i += 2
-        else:
-            key = expect_value(i)
-            _check_key(key)
-            op = tokens[i + 1] if i + 1 < len(tokens) else ","
-            if op == ",":
-                requirements.append(Requirement(key, Operator.EXISTS))
-                i += 1
-            elif op in ("=", "==", "!="):
-                value = tokens[i + 2] if i + 2 < len(tokens) and tokens[i + 2] != "," else ""
-                if value in ("!=", "==", "=", ">", "<", "!", "(", ")"):
-                    raise SelectorError(f"found '{value}', expected: identifier")
-                _check_value(value)
-                operator = {"=": Operator.EQUALS, "==": Operator.DOUBLE_EQUALS}.get(
-                    op, Operator.NOT_EQUALS
-                )
-                requirements.append(Requirement(key, operator, (value,)))
-                i += 3 if value else 2
-            elif op in (">", "<"):
-                value = expect_value(i + 2)
-                if parse_int64(value) is None:
-                    raise SelectorError(
-                        f'unable to parse requirement: values[0]: Invalid value: "{value}": '
-                        "for 'Gt', 'Lt' operators, the value must be an integer"
-                    )
-                operator = Operator.GREATER_THAN if op == ">" else Operator.LESS_THAN
-                requirements.append(Requirement(key, operator, (value,)))
-                i += 3
-            elif op in ("in", "notin"):
-                if i + 2 >= len(tokens) or tokens[i + 2] != "(":
-                    found = tokens[i + 2] if i + 2 < len(tokens) else "EOF"
-                    raise SelectorError(f"found '{found}', expected: '('")
-                values: list[str] = []
-                j = i + 3
-                while j < len(tokens) and tokens[j] != ")":
-                    if tokens[j] != ",":
-                        _check_value(tokens[j])
-                        values.append(tokens[j])
-                    j += 1
-                if j >= len(tokens):
-                    raise SelectorError("found 'EOF', expected: ')'")
-                if not values:
-                    raise SelectorError(
-                        'unable to parse requirement: values: Invalid value: "": '
-                        "for 'in', 'notin' operators, values set can't be empty"
-                    )
-                operator = Operator.IN if op == "in" else Operator.NOT_IN
-                requirements.append(Requirement(key, operator, tuple(values)))
-                i = j + 1
-            else:
-                raise SelectorError(f"found '{op}', expected: in, notin, =, ==, !=, gt, lt")
-        if i < len(tokens):
-            if tokens[i] != ",":
-                raise SelectorError(f"found '{tokens[i]}', expected: ',' or 'end of string'")
-            i += 1
-            if i == len(tokens):
-                raise SelectorError("found 'EOF', expected: identifier")
+    """Parse a ``labelSelector`` query value as labels.Parse does, with its error messages;
+    the requirements are sorted by key. The empty string selects everything."""
+    requirements = _Parser(text).parse()
+    requirements.sort(key=lambda r: r.key)
     return LabelSelector(tuple(requirements))
 
 
