@@ -167,3 +167,31 @@ def test_label_selectors_are_sorted_by_key_with_sorted_values():
     assert str(parse_label_selector("z in (b,a),!y,x notin (abc,,def),w")) == (
         "w,x notin (,abc,def),!y,z in (a,b)"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # fields.ParseSelector as kube-apiserver answers: the leftmost operator splits a term,
+        # an unescaped ',' or '=' in a value is refused with the rune's number (Go's %v).
+        ("metadata.name=a=b", "invalid field selector: unescaped character in value: 61"),
+        ("metadata.name!==x", "invalid field selector: unescaped character in value: 61"),
+        ("a=b!=c", "invalid field selector: unescaped character in value: 61"),
+        (r"metadata.name=a\x", r"invalid field selector: invalid escape sequence: \x"),
+        ("metadata.name=a\\", "invalid field selector: invalid escape sequence: \\"),
+        ("   ", "invalid selector: '   '; can't understand '   '"),
+        ("b=1,zz", "invalid selector: 'b=1,zz'; can't understand 'zz'"),
+    ],
+)
+def test_field_selector_errors_are_upstreams(text, message):
+    with pytest.raises(SelectorError) as caught:
+        parse_field_selector(text)
+    assert caught.value.message == message
+
+
+def test_field_selector_terms_are_sorted_and_sides_kept_as_written():
+    selector = parse_field_selector("status.phase!=Failed, spec.nodeName=n1,,")
+    assert [(r.field, r.value, r.negated) for r in selector.requirements] == [
+        (" spec.nodeName", "n1", False),
+        ("status.phase", "Failed", True),
+    ]

@@ -442,65 +442,69 @@ _OWN_FIELD_LABEL_CONVERSIONS: dict[tuple[str, str], str] = {
 }
 
 
-def _split_unescaped(text: str, separator: str) -> list[str]:
-    parts, current, escaped = [], [], False
-    for char in text:
-        if escaped:
-            current.append("\\" + char)
-            escaped = False
+def _split_terms(text: str) -> list[str]:
+    """fields.splitTerms: split at the commas no backslash escapes; escapes stay."""
+    if not text:
+        return []
+    terms, start, in_slash = [], 0, False
+    for i, char in enumerate(text):
+        if in_slash:
+            in_slash = False
         elif char == "\\":
-            escaped = True
-        elif char == separator:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    if escaped:
-        current.append("\\")
-    parts.append("".join(current))
-    return parts
+            in_slash = True
+        elif char == ",":
+            terms.append(text[start:i])
+            start = i + 1
+    terms.append(text[start:])
+    return terms
 
 
-def _unescape(text: str) -> str:
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "\\":
-            if i + 1 >= len(text) or text[i + 1] not in "\\,=":
-                raise SelectorError(f"invalid field selector: invalid escape sequence in {text!r}")
-            out.append(text[i + 1])
-            i += 2
+def _split_term(term: str) -> tuple[str, str, str] | None:
+    """fields.splitTerm: the leftmost operator ("!=", then "==", then "=" at each place);
+    the left side is taken as it is (it has no escapes)."""
+    for i in range(len(term)):
+        for op in ("!=", "==", "="):
+            if term.startswith(op, i):
+                return term[:i], op, term[i + len(op) :]
+    return None
+
+
+def _unescape_value(text: str) -> str:
+    """fields.UnescapeValue, with its errors (an unescaped rune is printed as its number,
+    Go's %v of a rune)."""
+    if not any(char in text for char in "\\,="):
+        return text
+    out: list[str] = []
+    in_slash = False
+    for char in text:
+        if in_slash:
+            if char not in "\\,=":
+                raise SelectorError(f"invalid field selector: invalid escape sequence: \\{char}")
+            out.append(char)
+            in_slash = False
+        elif char == "\\":
+            in_slash = True
+        elif char in ",=":
+            raise SelectorError(
+                f"invalid field selector: unescaped character in value: {ord(char)}"
+            )
         else:
-            out.append(text[i])
-            i += 1
+            out.append(char)
+    if in_slash:
+        raise SelectorError("invalid field selector: invalid escape sequence: \\")
     return "".join(out)
 
 
 def parse_field_selector(text: str) -> FieldSelector:
+    """fields.ParseSelector: terms sorted (so the first refusal is the first in that order),
+    empty terms skipped, each split at its leftmost operator, its value unescaped."""
     requirements: list[FieldRequirement] = []
-    if not text.strip():
-        return FieldSelector()
-    for part in _split_unescaped(text, ","):
+    for part in sorted(_split_terms(text)):
         if not part:
             continue
-        for symbol, negated in (("!=", True), ("==", False), ("=", False)):
-            index = _find_unescaped(part, symbol)
-            if index >= 0:
-                field = _unescape(part[:index])
-                value = _unescape(part[index + len(symbol) :])
-                requirements.append(FieldRequirement(field.strip(), value, negated))
-                break
-        else:
+        split = _split_term(part)
+        if split is None:
             raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
+        field, op, value = split
+        requirements.append(FieldRequirement(field, _unescape_value(value), op == "!="))
     return FieldSelector(tuple(requirements))
-
-
-def _find_unescaped(text: str, symbol: str) -> int:
-    i = 0
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
-            continue
-        if text.startswith(symbol, i):
-            return i
-        i += 1
-    return -1
