@@ -7,8 +7,9 @@ Virtual clock (in process): for each size, nodes registered and, with ``--pods N
 Deployment of N pods brought to Running and left to settle for ten simulated minutes; then
 `advance` by ``--hours`` of simulated time in one call, with heartbeat elision (the default)
 and, with ``--full``, without it; reported as wall seconds and seconds per node per simulated
-hour. (DESIGN.md's steady day is the simulated day's cluster, 5000 nodes and 100 000 pods,
-with no steps: ``--pods`` measures what running pods add to it.)
+hour; ``--profile FILE`` writes a cProfile of the last size's advance. (DESIGN.md's steady
+day is the simulated day's cluster, 5000 nodes and 100 000 pods, with no steps: ``--pods``
+measures what running pods add to it.)
 Real clock (``--real N``): `taintplane up --nodes N --port 0` as a user starts it, left idle
 for ``--seconds`` after ``--settle`` seconds past start-up; reported as the process's CPU
 time over that window in % of one core, and its RSS. Wall and CPU seconds both: on a loaded
@@ -18,6 +19,7 @@ machine CPU is steadier. One JSON line per measurement on stdout.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import subprocess
 import sys
@@ -56,7 +58,9 @@ async def _running(cluster: Cluster, clock: VirtualClock, pods: int) -> None:
     await clock.advance(600)
 
 
-async def virtual(nodes: int, hours: float, elide: bool, pods: int = 0) -> dict[str, object]:
+async def virtual(
+    nodes: int, hours: float, elide: bool, pods: int = 0, profile: str | None = None
+) -> dict[str, object]:
     clock = VirtualClock()
     shapes = [NodeShape(f"node-{i}", zone="abc"[i % 3]) for i in range(1, nodes + 1)]
     with tempfile.TemporaryDirectory() as data:
@@ -70,10 +74,16 @@ async def virtual(nodes: int, hours: float, elide: bool, pods: int = 0) -> dict[
             setup = time.perf_counter() - started
             # As `taintplane up` runs once started (the collector's settings for a long run).
             with runtime.settled_heap():
+                profiler = cProfile.Profile() if profile else None
+                if profiler is not None:
+                    profiler.enable()
                 started, cpu = time.perf_counter(), time.process_time()
                 await clock.advance(hours * 3600)
                 wall = time.perf_counter() - started
                 cpu = time.process_time() - cpu
+                if profiler is not None and profile:
+                    profiler.disable()
+                    profiler.dump_stats(profile)
             assert cluster.kubelets is not None
     return {
         "clock": "virtual",
@@ -148,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hours", type=float, default=1.0)
     parser.add_argument("--pods", default="0", help="running pods, one count per size")
     parser.add_argument("--full", action="store_true", help="also without elision")
+    parser.add_argument("--profile", help="cProfile of the last size's steady advance")
     parser.add_argument("--real", type=int, default=0, help="nodes of a real-clock `up`")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--settle", type=float, default=90.0, help="wait after up, seconds")
@@ -155,9 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     pods = [int(p) for p in args.pods.split(",")]
     pods += [pods[-1]] * (len(sizes) - len(pods))
-    for size, running in zip(sizes, pods, strict=False):
+    for at, (size, running) in enumerate(zip(sizes, pods, strict=False)):
+        profile = args.profile if at == len(sizes) - 1 else None
         for elide in (True, False) if args.full else (True,):
-            result = runtime.run(virtual(size, args.hours, elide, running), virtual_time=True)
+            work = virtual(size, args.hours, elide, running, profile if elide else None)
+            result = runtime.run(work, virtual_time=True)
             print(json.dumps(result), flush=True)
     if args.real:
         print(json.dumps(real(args.real, args.seconds, args.settle)), flush=True)

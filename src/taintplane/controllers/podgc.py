@@ -140,11 +140,17 @@ class PodGCController:
                 self.pods.add_index(name, func)
         #: Nodes with the out-of-service taint (kept from node events).
         self.out_of_service: set[str] = set()
+        #: Nodes that may be missing while pods name them: every node a pod was bound to
+        #: while the node informer lacked it, and every node deleted while it had pods. A
+        #: pass checks only these (and forgets those found present or without pods), so it
+        #: costs what is missing, not a look-up per node with pods every 20 s.
+        self._suspects: set[str] = set()
         self.nodes.add_handlers(
             self._node_seen,
             lambda _old, new: self._node_seen(new),
-            lambda node: self.out_of_service.discard(node["metadata"]["name"]),
+            self._node_gone,
         )
+        self.pods.add_handlers(self._pod_seen, lambda _old, new: self._pod_seen(new))
 
     async def run(self) -> None:
         while True:
@@ -161,11 +167,7 @@ class PodGCController:
         upstream lists the pods once per pass; none walks every pod."""
         terminated = self._terminated() if self.threshold > 0 else []
         terminating = self._terminating_out_of_service()
-        on_missing_nodes = {
-            node: self.pods.by_index(NODE_INDEX, node)
-            for node in self.pods.index_values(NODE_INDEX)
-            if self.nodes.get(node) is None
-        }
+        on_missing_nodes = self._on_missing_nodes()
         unscheduled = self.pods.by_index(UNSCHEDULED_TERMINATING, UNSCHEDULED_TERMINATING)
         if terminated:
             await self._gc_terminated(terminated)
@@ -201,6 +203,33 @@ class PodGCController:
             ]
         doomed.sort(key=_eviction_then_age)
         return doomed
+
+    def _on_missing_nodes(self) -> dict[str, list[dict[str, Any]]]:
+        """The pods of each node they name that the node informer does not have, in the
+        pod index's order of nodes (upstream's pass over its list of pods)."""
+        self._suspects = {
+            node
+            for node in self._suspects
+            if self.nodes.get(node) is None and self.pods.index_count(NODE_INDEX, node)
+        }
+        if not self._suspects:
+            return {}
+        return {
+            node: self.pods.by_index(NODE_INDEX, node)
+            for node in self.pods.index_values(NODE_INDEX)
+            if node in self._suspects
+        }
+
+    def _pod_seen(self, pod: dict[str, Any]) -> None:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node and self.nodes.get(node) is None:
+            self._suspects.add(node)
+
+    def _node_gone(self, node: dict[str, Any]) -> None:
+        name = node["metadata"]["name"]
+        self.out_of_service.discard(name)
+        if self.pods.index_count(NODE_INDEX, name):
+            self._suspects.add(name)
 
     def _node_seen(self, node: dict[str, Any]) -> None:
         name = node["metadata"]["name"]
