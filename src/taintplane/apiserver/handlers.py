@@ -744,6 +744,7 @@ class ResourceHandlers:
             bookmark_interval=self.bookmark_interval if bookmarks else None,
             timeout=timeout,
             include=request.query_params.get("includeObject", "Metadata"),
+            repeat_bookmarks=not request.scope.get(SCOPE_IN_PROCESS),
         )
         content_type = (
             "application/json;as=Table;v=v1;g=meta.k8s.io" if table else "application/json"
