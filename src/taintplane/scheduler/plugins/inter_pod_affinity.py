@@ -175,17 +175,43 @@ class InterPodAffinity:
     reverse = False
 
     def queueing_hints(self) -> dict[str, QueueingHintFn]:
-        """As upstream's isSchedulableAfterPodChange, but erring towards Queue where upstream
-        reads only the pod's own terms: a placed pod added that one of its required affinity
-        terms matches (upstream: all of them); one deleted that its required terms match
-        either way, or that had required anti-affinity itself (its terms may have kept the
-        pod out); only the pod's own update among pending pods'. Node events have no hint
-        yet: Queue."""
+        """Pods: as upstream's isSchedulableAfterPodChange, but erring towards Queue where
+        upstream reads only the pod's own terms: a placed pod added that one of its required
+        affinity terms matches (upstream: all of them); one deleted that its required terms
+        match either way, or that had required anti-affinity itself (its terms may have kept
+        the pod out); only the pod's own update among pending pods'. Nodes added or relabelled
+        (upstream registers no taint change with queueing hints on): isSchedulableAfterNodeChange,
+        exactly."""
         return {
             ClusterEvent.ASSIGNED_POD_ADD: self.schedulable_after_pod_add,
             ClusterEvent.ASSIGNED_POD_DELETE: self.schedulable_after_pod_delete,
             ClusterEvent.POD_UPDATE: own_update,
+            ClusterEvent.NODE_ADD: self.schedulable_after_node_change,
+            ClusterEvent.NODE_LABEL: self.schedulable_after_node_change,
         }
+
+    def schedulable_after_node_change(
+        self, pod: PodInfo, old: NodeInfo | None, new: NodeInfo
+    ) -> bool:
+        """``isSchedulableAfterNodeChange``: only the topology keys of the pod's required terms
+        matter. For an affinity term, a node added with the key, or one that gains the key or
+        changes its value (a new domain may hold the pods it waits for). For an anti-affinity
+        term, any node added (a node without the key always admits the pod; one with it may
+        join a domain free of the pods it avoids), or one that loses the key or changes its
+        value; gaining the key never helps. A pod with no required terms (kept out by other
+        pods' anti-affinity) is not helped by a node event."""
+        if not isinstance(new, NodeInfo) or not (old is None or isinstance(old, NodeInfo)):
+            raise TypeError("unexpected object in isSchedulableAfterNodeChange")
+        terms = terms_of(pod)
+        for term in terms.required_affinity:
+            key = term.topology_key
+            if key in new.labels and (old is None or old.labels.get(key) != new.labels[key]):
+                return True
+        for term in terms.required_anti_affinity:
+            key = term.topology_key
+            if old is None or (key in old.labels and new.labels.get(key) != old.labels[key]):
+                return True
+        return False
 
     def schedulable_after_pod_add(self, pod: PodInfo, old: None, new: PodInfo) -> bool:
         return any(t.matches(new, self.namespace_labels) for t in terms_of(pod).required_affinity)
