@@ -247,6 +247,12 @@ def test_clock_endpoint(virtual: Running) -> None:
             "Error: Invalid value for DURATION: a clock cannot go back: use a positive duration",
         ),
         (
+            # The POSIX way to pass a negative value, which used to read "--" as the duration.
+            ["clock", "advance", "--", "-5m"],
+            2,
+            "Error: Invalid value for DURATION: a clock cannot go back: use a positive duration",
+        ),
+        (
             ["clock", "advance", "5d"],
             2,
             'Error: Invalid value for DURATION: time: unknown unit "d" in duration "5d" '

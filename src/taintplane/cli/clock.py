@@ -46,7 +46,9 @@ class _DurationCommand(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         negative = [a for a in args if len(a) > 1 and a[0] == "-" and a[1] in "0123456789."]
         if negative:
-            args = [a for a in args if a not in negative] + ["--", *negative]
+            # One "--" before them; the user's own (clock advance -- -5m) would be the
+            # DURATION otherwise.
+            args = [a for a in args if a not in negative and a != "--"] + ["--", *negative]
         return super().parse_args(ctx, args)
 
 
