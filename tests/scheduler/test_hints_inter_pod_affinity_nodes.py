@@ -136,7 +136,8 @@ def test_a_parked_pod_waits_through_irrelevant_node_events_and_moves_on_a_releva
         scheduler._pod_added(_db("store"))
         term = {"labelSelector": {"matchLabels": {"service": "db"}}, "topologyKey": "zone"}
         scheduler._pod_added(make_pod("app", affinity={AFFINITY: {REQUIRED: [term]}}))
-        queue, seen = scheduler.queue, []
+        queue = scheduler.queue
+        seen: list[Any] = []
 
         async def attempt() -> str:
             pod = await queue.pop()

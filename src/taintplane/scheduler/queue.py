@@ -88,10 +88,12 @@ INTERESTS: dict[str, set[str]] = {
         ClusterEvent.ASSIGNED_POD_DELETE,
         ClusterEvent.POD_UPDATE,
     },
+    # With queueing hints on, upstream registers no taint change for it (only without them,
+    # to make up for the preCheck that could drop a node's add), but allocatable changes.
     names.DYNAMIC_RESOURCES: {
         ClusterEvent.NODE_ADD,
         ClusterEvent.NODE_LABEL,
-        ClusterEvent.NODE_TAINT,
+        ClusterEvent.NODE_ALLOCATABLE,
         ClusterEvent.POD_GENERATED_CLAIM,
         ClusterEvent.RESOURCE_CLAIM,
         ClusterEvent.RESOURCE_SLICE,

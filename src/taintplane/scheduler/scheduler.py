@@ -178,10 +178,13 @@ class Scheduler:
         self.informers.of(RESOURCE_CLAIMS).add_handlers(
             self.dra.claim_changed, self.dra.claim_updated, self.dra.claim_deleted
         )
+        # Claims, slices and classes raise events when added or updated only: DynamicResources,
+        # the one plugin that registers them, registers no deletion (upstream's handlers are
+        # built for the action types registered).
         self.dra_informers = [
-            self._dra_informer(RESOURCE_CLAIMS, ClusterEvent.RESOURCE_CLAIM),
-            self._dra_informer(RESOURCE_SLICES, ClusterEvent.RESOURCE_SLICE),
-            self._dra_informer(DEVICE_CLASSES, ClusterEvent.DEVICE_CLASS),
+            self._dra_informer(RESOURCE_CLAIMS, ClusterEvent.RESOURCE_CLAIM, deletes=False),
+            self._dra_informer(RESOURCE_SLICES, ClusterEvent.RESOURCE_SLICE, deletes=False),
+            self._dra_informer(DEVICE_CLASSES, ClusterEvent.DEVICE_CLASS, deletes=False),
         ]
         self.dra_caches.claims, self.dra_caches.slices, self.dra_caches.classes = (
             informer.cache for informer in self.dra_informers
@@ -199,12 +202,22 @@ class Scheduler:
         found = self.namespace_informer.cache.get(namespace) or {}
         return dict((found.get("metadata") or {}).get("labels") or {})
 
-    def _dra_informer(self, rt: Any, event: str) -> Informer:
-        def changed(*_: Any) -> None:
-            self.queue.on_event(event)
+    def _dra_informer(self, rt: Any, event: str, *, deletes: bool = True) -> Informer:
+        """The informer of a DRA kind, whose changes reach the queue with the objects before
+        and after, for DynamicResources' hints. A DeviceTaintRule's deletion is an event (it
+        changes the slices it tainted)."""
+
+        def added(obj: dict[str, Any]) -> None:
+            self.queue.on_event(event, None, obj)
+
+        def updated(old: dict[str, Any], new: dict[str, Any]) -> None:
+            self.queue.on_event(event, old, new)
+
+        def deleted(obj: dict[str, Any]) -> None:
+            self.queue.on_event(event, obj, None)
 
         informer = self.informers.of(rt)
-        informer.add_handlers(changed, changed, changed)
+        informer.add_handlers(added, updated, deleted if deletes else None)
         return informer
 
     # ---- running ---------------------------------------------------------------------------

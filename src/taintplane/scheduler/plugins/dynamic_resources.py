@@ -24,6 +24,8 @@
   Devices taken are therefore always those of the claims that exist, as the informer or this
   scheduler last saw them, plus the allocations in flight.
 
+Its queueing hints (which events may let a pod it rejected through) are in ``dra_hints``.
+
 The texts are upstream's (``dynamicresources.go``, ``resourceclaim``); all rejections are
 UnschedulableAndUnresolvable, as upstream's ``statusUnschedulable``.
 """
@@ -62,6 +64,7 @@ from taintplane.scheduler.framework import (
 )
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
+from taintplane.scheduler.plugins.dra_hints import DraQueueingHints
 
 __all__ = [
     "CANNOT_ALLOCATE",
@@ -114,7 +117,7 @@ class _State:
     deallocation: dict[str, Any] | None = None
 
 
-class DynamicResources:
+class DynamicResources(DraQueueingHints):
     name = names.DYNAMIC_RESOURCES
 
     def __init__(
