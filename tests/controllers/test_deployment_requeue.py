@@ -249,3 +249,40 @@ def test_the_stuck_deployment_scenario_syncs_at_the_rate_limiters_pace(
     assert report.counts()["unschedulable"] == 2
     assert between(instants, 0, DEADLINE) < 50
     assert len(instants) < 100 + 10 * (20 * 60 - DEADLINE) + 100
+
+
+def test_a_deployment_deleted_under_its_sync_is_retried_without_an_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`kubectl delete deployment` right after a change: the sync's write answers 404. The
+    log of `taintplane up` had 'deployment: error syncing "default/web": deployments.apps
+    "web" not found, requeuing' for each; upstream logs it at V(2)."""
+    from taintplane.client import ApiError
+
+    async def scenario(sim: Sim) -> None:
+        await warm_up(sim)
+        assert sim.cluster.controller_manager is not None
+        controller = sim.cluster.controller_manager.controllers["deployment-controller"]
+        assert isinstance(controller, DeploymentController)
+        sync, calls = controller.sync, []
+
+        async def deleted_once(key: str) -> None:
+            calls.append(key)
+            if len(calls) == 1:
+                raise ApiError(
+                    {
+                        "code": 404,
+                        "reason": "NotFound",
+                        "message": 'deployments.apps "web" not found',
+                    }
+                )
+            await sync(key)
+
+        monkeypatch.setattr(controller, "sync", deleted_once)
+        await sim.client.create(DEPLOYMENTS, make_deployment("web", 1, WEB), namespace="default")
+        await sim.advance(1)
+        assert calls[:2] == ["default/web", "default/web"]  # retried
+
+    with caplog.at_level("INFO"):
+        simulate(tmp_path, scenario, controllers=ONLY)
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []

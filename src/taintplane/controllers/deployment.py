@@ -66,12 +66,14 @@ class DeploymentController:
         await self.queue.run(self._sync_or_requeue)
 
     async def _sync_or_requeue(self, key: str) -> None:
-        """A conflict means our cache was behind a write: try again shortly, without the
-        error log other failures get."""
+        """A conflict means our cache was behind a write, a 404 that the Deployment (or its
+        ReplicaSet) was deleted under the sync: try again shortly, without the error log
+        other failures get (upstream's handleErr logs a retried error at V(2) only; the
+        next sync finds the Deployment gone from the cache and stops)."""
         try:
             await self.sync(key)
         except ApiError as error:
-            if error.code != 409:
+            if error.code not in (404, 409):
                 raise
             self.queue.retry(key)
 
