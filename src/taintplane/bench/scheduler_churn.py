@@ -5,6 +5,8 @@
     .venv/bin/python benchmarks/scheduler_churn.py taint --nodes 1000 4000
     .venv/bin/python benchmarks/scheduler_churn.py spread --nodes 1000 4000
     .venv/bin/python benchmarks/scheduler_churn.py parked --pending 1000 4000
+    .venv/bin/python benchmarks/scheduler_churn.py affinity --pending 1000 4000
+    .venv/bin/python benchmarks/scheduler_churn.py claims --pending 250 1000 --nodes 50
 
 The scheduler alone, fed the events its informers would deliver (no API server, no binding
 writes), so that what is measured is its own work: per pod, one Node event, the scheduling
@@ -22,15 +24,10 @@ cycle, and the pod's binding seen back (the pod counted on its node).
   PodTopologySpread scores it with the system defaults (hostname and zone) over the
   ReplicaSet's pods: the cost of a Deployment's pods against the nodes.
 
-- ``parked``: the cost of events against the pods waiting, not the nodes. ``--pending`` P pods
-  tolerate none of the ``dedicated`` taint every node has, and are parked unschedulable (their
-  first attempts are not measured). Then ``--events`` node events alternate: a status report
-  (a condition's heartbeat moves: no scheduling property changes) and a change of another
-  taint none of them tolerates either. After each event every pod the queue releases is tried
-  again (a cycle that fails, as the scheduler would). The clock stands still (the five-minute
-  flush, which retries every parked pod whatever happens, is the same with hints or without).
-  Measured per event; the growth is cpu(P)/cpu(first P) against P/first P (0: events cost
-  nothing per parked pod).
+- ``parked``, ``affinity``, ``claims``: the cost of events against the pods waiting, not the
+  nodes (``--pending`` P pods parked by TaintToleration, InterPodAffinity or DynamicResources,
+  then ``--events`` events, 200 nodes unless ``--nodes`` says): see
+  :mod:`taintplane.bench.scheduler_parked`.
 
 Each size is a fresh scheduler with N nodes (4 CPU, 32 GiB, 110 pods, zones a/b/c) and ~5 pods
 already on each. Measured: process CPU and wall for ``--pods`` pods, per pod, and the growth
@@ -41,18 +38,18 @@ cpu(N)/cpu(first N) against N/first N (1.0: the cost per pod does not grow with 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import cProfile
 import json
 import pstats
 import time
 from typing import Any
 
+from taintplane.bench.scheduler_parked import KINDS, run_parked
 from taintplane.clock import VirtualClock
 from taintplane.scheduler.nodeinfo import PodInfo
 from taintplane.scheduler.scheduler import Scheduler
 
-MODES = ("label", "daemon", "taint", "parked", "spread")
+MODES = ("label", "daemon", "taint", "spread", *KINDS)
 REPLICA_SET = {
     "apiVersion": "apps/v1",
     "kind": "ReplicaSet",
@@ -147,72 +144,6 @@ def run(mode: str, nodes: int, pods: int) -> dict[str, float]:
     }
 
 
-def run_parked(nodes: int, pending: int, events: int) -> dict[str, float]:
-    """See the module docstring's ``parked``."""
-    scheduler = Scheduler(client=None, clock=VirtualClock(), seed=1)  # type: ignore[arg-type]
-    objects = []
-    for i in range(nodes):
-        node = make_node(i)
-        node["spec"] = {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]}
-        objects.append(node)
-        scheduler._node_added(node)
-    queue = scheduler.queue
-
-    async def drain() -> int:
-        """Try every pod the queue holds ready (each fails and is parked again)."""
-        tried = 0
-        # Not queue.pending(): it counts every pod, which would make each try cost O(P).
-        while queue._active or queue._backoff:
-            popping = asyncio.ensure_future(queue.pop())
-            await asyncio.sleep(0)
-            if not popping.done():  # only stale entries were left
-                popping.cancel()
-                break
-            pod = popping.result()
-            decision = scheduler.decide(pod)
-            if decision.node:
-                raise SystemExit(f"{pod.key} fit on {decision.node}")
-            rejected = decision.diagnosis.unschedulable_plugins if decision.diagnosis else set()
-            queue.unschedulable(pod, rejected)
-            tried += 1
-        return tried
-
-    async def scenario() -> tuple[float, float, int]:
-        for j in range(pending):
-            scheduler._pod_added(make_pod(f"pending-{j}"))
-        await drain()
-        assert queue.pending() == {"unschedulable": pending}, queue.pending()
-        cpu, wall = time.process_time(), time.perf_counter()
-        tried = 0
-        for k in range(events):
-            i = (k * 7919) % nodes
-            old = objects[i]
-            if k % 2 == 0:
-                beat = f"2026-01-01T00:{k // 60 % 60:02d}:{k % 60:02d}Z"
-                condition = {"type": "Ready", "status": "True", "lastHeartbeatTime": beat}
-                new = {**old, "status": {**old["status"], "conditions": [condition]}}
-            else:
-                taints = list(old["spec"]["taints"])
-                other = {"key": f"maintenance-{k}", "effect": "NoSchedule"}
-                taints = taints[:1] if len(taints) > 1 else [*taints, other]
-                new = {**old, "spec": {**old["spec"], "taints": taints}}
-            scheduler._node_updated(old, new)
-            objects[i] = new
-            tried += await drain()
-        return time.process_time() - cpu, time.perf_counter() - wall, tried
-
-    cpu, wall, tried = asyncio.run(scenario())
-    return {
-        "nodes": nodes,
-        "pending": pending,
-        "events": events,
-        "cycles": tried,
-        "cpu_s": round(cpu, 3),
-        "wall_s": round(wall, 3),
-        "cpu_per_event_ms": round(1000 * cpu / events, 3),
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="taintplane bench scheduler_churn", description=__doc__.split("\n\n")[0]
@@ -222,16 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--profile", help="write a cProfile of the largest size here")
     parser.add_argument("--pending", type=int, nargs="+", default=[1000, 4000])
-    parser.add_argument("--events", type=int, default=40, help="parked: node events")
+    parser.add_argument("--events", type=int, default=40, help="parked, affinity, claims: events")
     args = parser.parse_args(argv)
-    if args.mode == "parked":
+    if args.mode in KINDS:
         nodes = args.nodes[0] if args.nodes != [1000, 4000] else 200
-        runs = [run_parked(nodes, p, args.events) for p in sorted(args.pending)]
+        runs = [run_parked(nodes, p, args.events, args.mode) for p in sorted(args.pending)]
         base = runs[0]
         for r in runs:
             r["cpu_vs_first"] = round(r["cpu_s"] / base["cpu_s"], 2) if base["cpu_s"] else 0.0
             r["pending_vs_first"] = round(r["pending"] / base["pending"], 2)
-        print(json.dumps({"mode": "parked", "sizes": runs}))
+        print(json.dumps({"mode": args.mode, "sizes": runs}))
         return 0
     sizes = sorted(args.nodes)
     results = []
