@@ -45,6 +45,13 @@ def version_info() -> dict[str, str]:
     }
 
 
+def _in_path_order(scheme: Scheme, group: str, version: str) -> list[ResourceType]:
+    """A group version's resources as kube-apiserver lists them: it installs their routes in
+    sorted path order (``daemonsets`` before ``deployments``, ``deployments/scale`` before
+    ``deployments/status``), and ``kubectl get all`` prints the kinds in that order."""
+    return sorted(scheme.resources(group, version), key=lambda rt: rt.plural)
+
+
 def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "resource": rt.plural,
@@ -68,7 +75,7 @@ def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
                 ),
                 "verbs": list(sub.verbs),
             }
-            for sub in rt.subresources
+            for sub in sorted(rt.subresources, key=lambda sub: sub.name)
         ]
     return entry
 
@@ -79,7 +86,9 @@ def _aggregated_group(scheme: Scheme, group: str) -> dict[str, Any]:
         "versions": [
             {
                 "version": version,
-                "resources": [_aggregated_resource(rt) for rt in scheme.resources(group, version)],
+                "resources": [
+                    _aggregated_resource(rt) for rt in _in_path_order(scheme, group, version)
+                ],
                 "freshness": "Current",
             }
             for version in scheme.versions(group)
@@ -136,7 +145,7 @@ def legacy_group(scheme: Scheme, group: str) -> dict[str, Any]:
 
 def resource_list(scheme: Scheme, group: str, version: str) -> dict[str, Any]:
     resources: list[dict[str, Any]] = []
-    for rt in scheme.resources(group, version):
+    for rt in _in_path_order(scheme, group, version):
         entry: dict[str, Any] = {
             "name": rt.plural,
             "singularName": rt.singular,
@@ -149,7 +158,7 @@ def resource_list(scheme: Scheme, group: str, version: str) -> dict[str, Any]:
         if rt.categories:
             entry["categories"] = list(rt.categories)
         resources.append(entry)
-        for sub in rt.subresources:
+        for sub in sorted(rt.subresources, key=lambda sub: sub.name):
             sub_entry: dict[str, Any] = {
                 "name": f"{rt.plural}/{sub.name}",
                 "singularName": "",
