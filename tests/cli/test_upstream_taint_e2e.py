@@ -12,12 +12,13 @@ clock, these advance the virtual one to the exact instant and one second short o
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
 from tests.cli.test_virtual_cluster_cli import RFC3339, Running, stop, up
@@ -406,6 +407,50 @@ def test_pod_is_preferably_scheduled_to_the_node_it_tolerates(
     finally:
         for node, keys in added.items():
             untaint(running, node, *[f"{k}-" for k in keys])
+        running.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+def test_a_label_selected_watch_sees_the_eviction_end_in_deleted(
+    running: Running, core: client.CoreV1Api
+) -> None:
+    """createTestController's informer: a watch of the pod's group (label selector) sees the
+    taint manager's DisruptionTarget, then the deletion, and ends with DELETED."""
+    ns = namespace(core, "taint-watch")
+    run_pod(running, core, ns, "taint-eviction-w", "node-1")
+    listed = core.list_namespaced_pod(ns, label_selector="group=taint-eviction-w")
+    seen: list[tuple[str, bool, bool]] = []
+
+    def observe() -> None:
+        stream = watch.Watch()
+        for event in stream.stream(
+            core.list_namespaced_pod,
+            ns,
+            label_selector="group=taint-eviction-w",
+            resource_version=listed.metadata.resource_version,
+        ):
+            pod = event["object"]
+            target = any(c.type == "DisruptionTarget" for c in pod.status.conditions or [])
+            seen.append((event["type"], target, pod.metadata.deletion_timestamp is not None))
+            if event["type"] == "DELETED":
+                stream.stop()
+
+    # The watch starts at the listed resourceVersion: what happens before it connects is
+    # still delivered, so nothing needs to wait for it.
+    observer = threading.Thread(target=observe, daemon=True)
+    observer.start()
+    try:
+        taint(running, "node-1", EVICT_TAINT)
+        advance(running, "0s")
+        observer.join(timeout=30)
+        assert not observer.is_alive()
+        assert seen[-1][0] == "DELETED"
+        # The condition is written before the deletion, as addConditionAndDeletePod does.
+        first_target = next(i for i, (_, target, _) in enumerate(seen) if target)
+        first_deleting = next(i for i, (_, _, deleting) in enumerate(seen) if deleting)
+        assert first_target < first_deleting
+        assert [kind for kind, _, _ in seen].count("DELETED") == 1
+    finally:
+        untaint(running, "node-1", f"{EVICT_KEY}-")
         running.kubectl("delete", "namespace", ns, "--wait=false")
 
 
