@@ -454,6 +454,128 @@ def test_a_label_selected_watch_sees_the_eviction_end_in_deleted(
         running.kubectl("delete", "namespace", ns, "--wait=false")
 
 
+DRA_OBJECTS = """
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: e2e-example}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "test-driver.cdi.k8s.io"'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-2-test-driver}
+spec:
+  driver: test-driver.cdi.k8s.io
+  nodeName: node-2
+  pool: {name: node-2, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: device-00
+    taints: [{key: example.com/taint, value: tainted, effect: NoSchedule}]
+  - name: device-01
+    taints: [{key: example.com/taint, value: tainted, effect: NoSchedule}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: untolerating, namespace: dra-taints}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: my-request
+        exactly: {deviceClassName: e2e-example}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: tolerating, namespace: dra-taints}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: my-request
+        exactly:
+          deviceClassName: e2e-example
+          tolerations: [{operator: Exists, effect: NoSchedule}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: kept-pending, namespace: dra-taints}
+spec:
+  containers:
+  - {name: c, image: registry.k8s.io/pause:3.10, resources: {claims: [{name: my-inline-claim}]}}
+  resourceClaims: [{name: my-inline-claim, resourceClaimTemplateName: untolerating}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: tolerating, namespace: dra-taints, finalizers: [e2e-test/dont-delete-me]}
+spec:
+  containers:
+  - {name: c, image: registry.k8s.io/pause:3.10, resources: {claims: [{name: my-inline-claim}]}}
+  resourceClaims: [{name: my-inline-claim, resourceClaimTemplateName: tolerating}]
+"""
+
+DEVICE_TAINT_RULE = """
+apiVersion: resource.k8s.io/v1alpha3
+kind: DeviceTaintRule
+metadata: {generateName: device-taint-rule-e2e-}
+spec:
+  deviceSelector: {driver: test-driver.cdi.k8s.io}
+  taint: {key: test.example.com/evict, value: now, effect: NoExecute}
+"""
+
+
+def test_device_taints_keep_pending_tolerations_schedule_and_a_rule_evicts(
+    running: Running, core: client.CoreV1Api
+) -> None:
+    """test/e2e/dra/dra.go, DRADeviceTaints: "DeviceTaint keeps pod pending", "DeviceToleration
+    enables pod scheduling" and "DeviceTaintRule evicts pod" (timeAdded defaulted, the pod kept
+    by a finalizer to read its DisruptionTarget)."""
+    ns = namespace(core, "dra-taints")
+    try:
+        running.kubectl("apply", "-f", "-", stdin=DRA_OBJECTS)
+        advance(running, "0s")
+        pending = core.read_namespaced_pod("kept-pending", ns)
+        assert pending.spec.node_name is None
+        assert [
+            (c.status, c.reason, c.message)
+            for c in pending.status.conditions
+            if c.type == "PodScheduled"
+        ] == [
+            (
+                "False",
+                "Unschedulable",
+                "0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, "
+                "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
+            )
+        ]
+        tolerating = core.read_namespaced_pod("tolerating", ns)
+        assert (tolerating.spec.node_name, tolerating.status.phase) == ("node-2", "Running")
+
+        created = running.kubectl("create", "-o", "json", "-f", "-", stdin=DEVICE_TAINT_RULE)
+        rule = json.loads(created)
+        assert rule["spec"]["taint"]["timeAdded"] == stamp(now(running))
+        advance(running, "0s")
+        evicted = core.read_namespaced_pod("tolerating", ns)
+        assert evicted.metadata.deletion_timestamp is not None
+        assert [
+            (c.status, c.reason, c.message)
+            for c in evicted.status.conditions
+            if c.type == "DisruptionTarget"
+        ] == [
+            (
+                "True",
+                "DeletionByDeviceTaintManager",
+                "Device Taint manager: deleting due to NoExecute taint",
+            )
+        ]
+        assert core.read_namespaced_pod("kept-pending", ns).spec.node_name is None
+        running.kubectl("delete", "devicetaintrule", rule["metadata"]["name"])
+        core.patch_namespaced_pod("tolerating", ns, {"metadata": {"finalizers": None}})
+    finally:
+        running.kubectl.run("delete", "-f", "-", "--wait=false", stdin=DRA_OBJECTS)
+        running.kubectl("delete", "namespace", ns, "--wait=false")
+
+
 def test_cluster_is_left_untainted(running: Running, core: client.CoreV1Api) -> None:
     """The cases above undo what they did: no taint is left on the simulated nodes."""
     advance(running, "0s")
