@@ -68,15 +68,23 @@ class TimedValue:
 
 
 class RateLimitedTimedQueue:
+    """Upstream's queue, its items in a heap by (due instant, order added). A value has at
+    most one item queued: ``_queued`` holds it, and an item no longer there (its value
+    removed, perhaps added again since) is left in the heap to be dropped when it reaches the
+    head. Removing a value is then O(1) rather than a walk and re-heap of the whole queue:
+    the controller removes and re-adds every untainted unhealthy node at every pass, so a
+    zone outage of N nodes cost O(N²) a pass."""
+
     def __init__(self, clock: Clock, qps: float) -> None:
         self.clock = clock
         self.limiter = TokenBucket(clock, qps)
         self._heap: list[TimedValue] = []
+        self._queued: dict[str, TimedValue] = {}
         self._set: set[str] = set()
         self._order = itertools.count()
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._queued)
 
     def __contains__(self, value: str) -> bool:
         return value in self._set
@@ -85,7 +93,7 @@ class RateLimitedTimedQueue:
         if value in self._set:
             return False
         now = self.clock.now()
-        heapq.heappush(self._heap, TimedValue(now, next(self._order), value, uid, now))
+        self._push(TimedValue(now, next(self._order), value, uid, now))
         self._set.add(value)
         return True
 
@@ -94,14 +102,22 @@ class RateLimitedTimedQueue:
         if value not in self._set:
             return False
         self._set.discard(value)
-        self._drop_from_heap(value)
+        self._queued.pop(value, None)
         return True
 
-    def _drop_from_heap(self, value: str) -> None:
-        kept = [item for item in self._heap if item.value != value]
-        if len(kept) != len(self._heap):
-            self._heap = kept
-            heapq.heapify(self._heap)
+    def _push(self, item: TimedValue) -> None:
+        heapq.heappush(self._heap, item)
+        self._queued[item.value] = item
+
+    def _head(self) -> TimedValue | None:
+        """The first item still queued, the removed ones before it dropped."""
+        heap = self._heap
+        while heap:
+            head = heap[0]
+            if self._queued.get(head.value) is head:
+                return head
+            heapq.heappop(heap)
+        return None
 
     def swap_limiter(self, qps: float) -> None:
         if self.limiter.qps == qps:
@@ -117,40 +133,41 @@ class RateLimitedTimedQueue:
 
     async def try_each(self, work: Callable[[TimedValue], Awaitable[tuple[bool, float]]]) -> None:
         """Process due items while tokens last; ``work`` says (done, retry after seconds)."""
-        while self._heap:
-            head = self._heap[0]
+        while (head := self._head()) is not None:
             if not self.limiter.try_accept():
                 return
             now = self.clock.now()
             if now < head.process_at:
                 return
             done, wait = await work(head)
-            if head.value not in self._set or not self._heap or self._heap[0] is not head:
-                # Removed (or re-added) while we worked on it.
-                self._drop_exact(head)
-                continue
-            heapq.heappop(self._heap)
+            if self._queued.get(head.value) is not head:
+                continue  # removed (or removed and added again) while we worked on it
+            # Still first: whatever was added meanwhile is due at ``now`` or later and came
+            # after it (a heap whose top moved all the same is mended the slow way).
+            if self._heap[0] is head:
+                heapq.heappop(self._heap)
+            else:
+                self._heap.remove(head)
+                heapq.heapify(self._heap)
+            del self._queued[head.value]
             if not done:
-                retry = TimedValue(
-                    now + timedelta(seconds=wait + 1e-9),
-                    next(self._order),
-                    head.value,
-                    head.uid,
-                    head.added_at,
+                self._push(
+                    TimedValue(
+                        now + timedelta(seconds=wait + 1e-9),
+                        next(self._order),
+                        head.value,
+                        head.uid,
+                        head.added_at,
+                    )
                 )
-                heapq.heappush(self._heap, retry)
-
-    def _drop_exact(self, item: TimedValue) -> None:
-        if item in self._heap:
-            self._heap.remove(item)
-            heapq.heapify(self._heap)
 
     def next_due(self) -> float | None:
         """Seconds until :meth:`try_each` could make progress (None: it never will)."""
-        if not self._heap:
+        first = self._head()
+        if first is None:
             return None
         token = self.limiter.seconds_until_token()
         if token is None:
             return None
-        head = (self._heap[0].process_at - self.clock.now()).total_seconds()
+        head = (first.process_at - self.clock.now()).total_seconds()
         return max(token, head, 0.0)
