@@ -16,7 +16,7 @@ from taintplane.controllers.nodelifecycle.conditions import condition_of, ready_
 if TYPE_CHECKING:
     from taintplane.controllers.nodelifecycle.controller import NodeLifecycleConfig
 
-__all__ = ["NodeHealth", "NodeHealthTracker"]
+__all__ = ["NodeHealth", "NodeHealthTracker", "already_silent", "marked_silent"]
 
 #: The conditions marked Unknown when a node goes silent (NetworkUnavailable is left alone:
 #: the control plane, not the kubelet, owns it).
@@ -93,30 +93,10 @@ class NodeHealthTracker:
             health.lease_renew = saved_lease
         self.records[name] = health
 
-        if now <= health.probe + timedelta(seconds=grace):
+        if now <= health.probe + timedelta(seconds=grace) or already_silent(node):
+            # (A node marked silent before stays as it is: no copy of it every pass.)
             return observed, current, None
-        updated = copy.deepcopy(node)
-        status = updated.setdefault("status", {})
-        conditions = status.setdefault("conditions", [])
-        stamp_now = format_time(now)
-        for type_ in SILENT_CONDITIONS:
-            found = condition_of(updated, type_)
-            if found is None:
-                conditions.append(
-                    {
-                        "type": type_,
-                        "status": "Unknown",
-                        "lastHeartbeatTime": node["metadata"].get("creationTimestamp"),
-                        "lastTransitionTime": stamp_now,
-                        "reason": "NodeStatusNeverUpdated",
-                        "message": "Kubelet never posted node status.",
-                    }
-                )
-            elif found.get("status") != "Unknown":
-                found["status"] = "Unknown"
-                found["reason"] = "NodeStatusUnknown"
-                found["message"] = "Kubelet stopped posting node status."
-                found["lastTransitionTime"] = stamp_now
+        updated = marked_silent(node, now)
         current = ready_condition(updated)
         if current == observed:
             return observed, current, None
@@ -129,3 +109,41 @@ class NodeHealthTracker:
         probe = previous.probe if previous else now
         lease = previous.lease_renew if previous else None
         self.records[name] = NodeHealth(copy.deepcopy(ready_condition(node)), probe, now, lease)
+
+
+def already_silent(node: dict[str, Any]) -> bool:
+    """Whether every condition a silent node gets is there and Unknown already, so that
+    :func:`marked_silent` would change nothing."""
+    for type_ in SILENT_CONDITIONS:
+        found = condition_of(node, type_)
+        if found is None or found.get("status") != "Unknown":
+            return False
+    return True
+
+
+def marked_silent(node: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """A copy of the node with the conditions of a silent node: each missing one added as
+    never updated, each other one made Unknown (upstream's tryUpdateNodeHealth)."""
+    updated = copy.deepcopy(node)
+    status = updated.setdefault("status", {})
+    conditions = status.setdefault("conditions", [])
+    stamp_now = format_time(now)
+    for type_ in SILENT_CONDITIONS:
+        found = condition_of(updated, type_)
+        if found is None:
+            conditions.append(
+                {
+                    "type": type_,
+                    "status": "Unknown",
+                    "lastHeartbeatTime": node["metadata"].get("creationTimestamp"),
+                    "lastTransitionTime": stamp_now,
+                    "reason": "NodeStatusNeverUpdated",
+                    "message": "Kubelet never posted node status.",
+                }
+            )
+        elif found.get("status") != "Unknown":
+            found["status"] = "Unknown"
+            found["reason"] = "NodeStatusUnknown"
+            found["message"] = "Kubelet stopped posting node status."
+            found["lastTransitionTime"] = stamp_now
+    return updated
