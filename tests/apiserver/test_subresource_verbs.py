@@ -8,6 +8,7 @@ import itertools
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from taintplane.api.scheme import SCHEME, ResourceType
@@ -171,6 +172,34 @@ def test_a_binding_is_validated_as_validate_pod_binding(api):
     numeric = api.post(f"{PODS}/{name}/binding", json=_binding(name, target={"name": 7}))
     assert numeric.status_code == 400
     assert api.get(f"{PODS}/{name}").json() == pod
+
+
+def test_a_binding_stores_any_target_name_and_the_pod_then_refuses_updates(api):
+    """Upstream's ValidatePodBinding asks only for a target name, and setPodNodeAndMetadata
+    writes it as spec.nodeName without validating the pod (pkg/registry/core/pod/storage).
+    ValidatePodUpdate validates the whole spec again, so an update of the pod is then 422
+    on spec.nodeName (it had been stored: found by the fuzz suite); a status write is not
+    (ValidatePodStatusUpdate leaves the spec alone)."""
+    pod = _pod(api)
+    name = pod["metadata"]["name"]
+    target = {"kind": "Node", "name": "NoSchedule"}
+    bound = api.post(f"{PODS}/{name}/binding", json=_binding(name, target=target))
+    assert bound.status_code == 201, bound.text
+    assert api.get(f"{PODS}/{name}").json()["spec"]["nodeName"] == "NoSchedule"
+    labelled = {"metadata": {"labels": {"a": "b"}}}
+    refused = _request(api, "PATCH", f"{PODS}/{name}", orjson.dumps(labelled))
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["message"] == (
+        f'Pod "{name}" is invalid: spec.nodeName: Invalid value: "NoSchedule": a lowercase '
+        "RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+        "and must start and end with an alphanumeric character (e.g. 'example.com', regex "
+        "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    )
+    assert [c["field"] for c in refused.json()["details"]["causes"]] == ["spec.nodeName"]
+    assert "labels" not in api.get(f"{PODS}/{name}").json()["metadata"]
+    status = {"status": {"message": "m"}}
+    written = _request(api, "PATCH", f"{PODS}/{name}/status", orjson.dumps(status))
+    assert written.status_code == 200, written.text
 
 
 def test_a_dry_run_binding_binds_nothing(api):

@@ -165,8 +165,16 @@ class PodStrategy(Strategy):
     def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
         if spec_of(new) == spec_of(old):
             # The spec was validated when it was written and no rule depends on anything
-            # else (most updates only touch metadata or status): check the metadata alone.
-            return self.validate_object_meta(new) + validate_pod_annotation_updates(new, old)
+            # else (most updates only touch metadata or status): check the metadata, and the
+            # one field a write may have left unvalidated. A binding sets nodeName to any
+            # non-empty target name (ValidatePodBinding, setPodNodeAndMetadata), and
+            # ValidatePodUpdate validates the whole spec again, so upstream refuses every
+            # update of a pod bound to a name that is not a DNS subdomain.
+            return (
+                self.validate_object_meta(new)
+                + _node_name_errors(spec_of(new), Path.root("spec"))
+                + validate_pod_annotation_updates(new, old)
+            )
         old_tolerations = parse_tolerations(
             spec_of(old).get("tolerations"), Path.root("spec", "tolerations")
         )
@@ -333,12 +341,7 @@ def validate_pod_spec(
         errors += validate_labels(
             {str(k): str(v) for k, v in selector.items()}, path.child("nodeSelector")
         )
-    node_name = spec.get("nodeName") or ""
-    if node_name:
-        errors += [
-            FieldError.invalid(path.child("nodeName"), node_name, m)
-            for m in names.is_dns1123_subdomain(str(node_name))
-        ]
+    errors += _node_name_errors(spec, path)
     errors += _validate_scheduling_gates(spec.get("schedulingGates"), path.child("schedulingGates"))
     tolerations = parse_tolerations(spec.get("tolerations"), path.child("tolerations"))
     if tolerations:
@@ -346,6 +349,17 @@ def validate_pod_spec(
             tolerations, path.child("tolerations"), comparison_operators=comparison_operators
         )
     return errors
+
+
+def _node_name_errors(spec: dict[str, Any], path: Path) -> list[FieldError]:
+    """ValidatePodSpec's ValidateNodeName: a node name, when set, is a DNS subdomain."""
+    node_name = spec.get("nodeName") or ""
+    if not node_name:
+        return []
+    return [
+        FieldError.invalid(path.child("nodeName"), node_name, m)
+        for m in names.is_dns1123_subdomain(str(node_name))
+    ]
 
 
 def _validate_scheduling_gates(gates: Any, path: Path) -> list[FieldError]:
