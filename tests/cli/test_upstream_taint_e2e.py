@@ -12,6 +12,7 @@ clock, these advance the virtual one to the exact instant and one second short o
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -574,6 +575,162 @@ def test_device_taints_keep_pending_tolerations_schedule_and_a_rule_evicts(
     finally:
         running.kubectl.run("delete", "-f", "-", "--wait=false", stdin=DRA_OBJECTS)
         running.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+NM_POD = """{{"kind": "Pod", "apiVersion": "v1",
+ "metadata": {{"name": "{name}", "labels": {{"{key}": "{value}", "type": "test-pod"}}}},
+ "spec": {{"nodeName": "127.0.0.1",
+  "containers": [{{"name": "container-1", "resources": {{}}, "image": "test-image"}}]}}}}"""
+DEDICATED = (
+    '{{range .spec.taints}}{{if eq .key "dedicated"}}{{.key}}={{.value}}:{{.effect}}{{end}}{{end}}'
+)
+
+
+def test_node_management_taint_cordon_and_drain(running: Running, core: client.CoreV1Api) -> None:
+    """test/cmd/node-management.sh (run_cluster_management_tests) on a node without a kubelet:
+    dry runs change nothing, taints by key and by key:effect, kubectl-taint's field manager,
+    drain by pod selector, and the cordon/uncordon/drain argument errors."""
+    ns = namespace(core, "node-management")
+    kubectl = running.kubectl
+
+    def k(*args: str, stdin: str | None = None) -> str:
+        return kubectl("-n", ns, *args, stdin=stdin)
+
+    def dedicated() -> str:
+        return k("get", "nodes", "127.0.0.1", "-o", f"go-template={DEDICATED}")
+
+    def unschedulable() -> str:
+        return k("get", "nodes", "127.0.0.1", "-o", "go-template={{.spec.unschedulable}}")
+
+    def create_test_pods() -> None:
+        for name, key, value in (("test-pod-1", "e", "f"), ("test-pod-2", "c", "d")):
+            k("create", "-f", "-", stdin=NM_POD.format(name=name, key=key, value=value))
+
+    k(
+        "create",
+        "-f",
+        "-",
+        stdin='{"kind": "Node", "apiVersion": "v1", "metadata": {"name": "127.0.0.1"}}',
+    )
+    try:
+        create_test_pods()
+        assert dedicated() == ""
+        assert k(
+            "taint", "node", "127.0.0.1", "--dry-run=client", "dedicated=foo:PreferNoSchedule"
+        ) == ("node/127.0.0.1 tainted\n")
+        k("taint", "node", "127.0.0.1", "--dry-run=server", "dedicated=foo:PreferNoSchedule")
+        assert dedicated() == ""
+        k("taint", "node", "127.0.0.1", "dedicated=foo:PreferNoSchedule")
+        assert dedicated() == "dedicated=foo:PreferNoSchedule"
+        assert k("taint", "node", "127.0.0.1", "dedicated-") == "node/127.0.0.1 untainted\n"
+        k("taint", "node", "127.0.0.1", "dedicated:PreferNoSchedule")
+        assert dedicated() == "dedicated=<no value>:PreferNoSchedule"
+        managers = k(
+            "get",
+            "node",
+            "127.0.0.1",
+            "--show-managed-fields",
+            "-o=jsonpath={.metadata.managedFields[*].manager}",
+        )
+        assert "kubectl-taint" in managers.split()
+        k("taint", "node", "127.0.0.1", "--dry-run=client", "dedicated-")
+        k("taint", "node", "127.0.0.1", "--dry-run=server", "dedicated-")
+        assert dedicated() == "dedicated=<no value>:PreferNoSchedule"
+        k("taint", "node", "127.0.0.1", "dedicated-")
+        assert dedicated() == ""
+
+        assert unschedulable() == "<no value>"
+        assert k("cordon", "127.0.0.1", "--dry-run=client") == "node/127.0.0.1 cordoned (dry run)\n"
+        assert k("cordon", "127.0.0.1", "--dry-run=server") == (
+            "node/127.0.0.1 cordoned (server dry run)\n"
+        )
+        k("drain", "127.0.0.1", "--dry-run=client", "--force")
+        k("drain", "127.0.0.1", "--dry-run=server", "--force")
+        assert unschedulable() == "<no value>"
+        pods = "{{range .items}}{{.metadata.name}},{{end}}"
+        assert k("get", "pods", "-o", f"go-template={pods}") == "test-pod-1,test-pod-2,"
+
+        # kubectl's --skip-wait-for-delete-timeout compares its own wall clock with the
+        # deletionTimestamp the virtual clock wrote, so the drain may wait for the pod (the
+        # node has no kubelet): read its output as it comes, and end the wait as upstream's
+        # clean-up does, with a forced delete.
+        drain = subprocess.Popen(
+            [
+                "kubectl",
+                "-n",
+                ns,
+                "drain",
+                "127.0.0.1",
+                "--force",
+                "--pod-selector",
+                "e in (f)",
+                "--skip-wait-for-delete-timeout=1",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=kubectl.env(),
+        )
+        assert drain.stdout is not None
+        assert drain.stdout.readline() == "node/127.0.0.1 cordoned\n"
+        assert drain.stdout.readline() == f"evicting pod {ns}/test-pod-1\n"
+        deleting = "go-template={{.metadata.deletionTimestamp}}"
+        assert k("get", "pods/test-pod-2", "-o", deleting) == "<no value>"
+        assert k("get", "pods/test-pod-1", "-o", deleting) != "<no value>"
+        k("delete", "pod/test-pod-1", "--force", "--wait=false")
+        out, _ = drain.communicate(timeout=60)
+        assert drain.returncode == 0
+        assert out.endswith("node/127.0.0.1 drained\n")
+        k(
+            "delete",
+            "pod/test-pod-1",
+            "pod/test-pod-2",
+            "--force",
+            "--ignore-not-found",
+            "--wait=false",
+        )
+        create_test_pods()
+        k("uncordon", "127.0.0.1")
+        assert unschedulable() == "<no value>"
+        assert k("uncordon", "127.0.0.1", "--dry-run=client") == (
+            "node/127.0.0.1 already uncordoned (dry run)\n"
+        )
+        assert k("uncordon", "127.0.0.1", "--dry-run=server") == (
+            "node/127.0.0.1 already uncordoned (server dry run)\n"
+        )
+
+        k("label", "node", "127.0.0.1", "test=label")
+        both = kubectl.run("-n", ns, "drain", "127.0.0.1", "--selector", "test=label")
+        assert both.returncode == 1
+        assert "cannot specify both a node name" in both.stderr
+        chunked = k(
+            "drain",
+            "--force",
+            "--pod-selector",
+            "type=test-pod",
+            "--selector",
+            "test=label",
+            "--chunk-size=1",
+            "--dry-run=client",
+        )
+        assert f"evicting pod {ns}/test-pod-1 (dry run)\n" in chunked
+        assert f"evicting pod {ns}/test-pod-2 (dry run)\n" in chunked
+        k("uncordon", "127.0.0.1")
+
+        no_node = kubectl.run("cordon")
+        assert no_node.returncode == 1
+        assert "error: USAGE: cordon NODE" in no_node.stderr
+        empty = kubectl.run("cordon", "--selector=")
+        assert empty.returncode == 1
+        assert "must provide one or more resources" in empty.stderr
+        assert "node/127.0.0.1 cordoned" in k("cordon", "--selector", "test=label")
+        assert "cordoned" not in kubectl.run("cordon", "--selector", "invalid=label").stdout
+        assert unschedulable() == "true"
+    finally:
+        kubectl.run("-n", ns, "delete", "pod", "--all", "--force", "--wait=false")
+        kubectl.run("delete", "node", "127.0.0.1")
+        kubectl.run("delete", "namespace", ns, "--wait=false")
+        advance(running, "0s")
 
 
 def test_cluster_is_left_untainted(running: Running, core: client.CoreV1Api) -> None:
