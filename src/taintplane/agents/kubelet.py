@@ -21,8 +21,11 @@ from taintplane.agents.dra_driver import DraDriver
 from taintplane.agents.nodes import (
     HEALTHY,
     NodeShape,
+    machine_resources,
+    node_capacity,
     node_object,
     node_status,
+    resources_changed,
     set_conditions,
     status_changed,
 )
@@ -321,13 +324,17 @@ class Kubelets:
         if seen is not None:
             _remember(node, seen)
         conditions, events = set_conditions(node.stored_conditions, self._desired(node), now)
-        changed = status_changed(node.stored_conditions, conditions)
+        capacity, allocatable = machine_resources(node_capacity(node.shape), seen)
+        changed = status_changed(node.stored_conditions, conditions) or (
+            seen is not None and resources_changed(capacity, allocatable, seen)
+        )
         due = node.last_report is None or (
             (now - node.last_report).total_seconds() >= self.config.node_status_report_frequency
         )
         if not (force or changed or due):
             return None
         status = node_status(node.shape, node.index, conditions)
+        status["capacity"], status["allocatable"] = capacity, allocatable
         if seen is not None and int(seen["metadata"].get("resourceVersion") or 0) >= (
             node.stored_version
         ):

@@ -17,9 +17,12 @@ __all__ = [
     "DeviceSet",
     "NodeShape",
     "condition",
+    "machine_resources",
     "node_address",
+    "node_capacity",
     "node_object",
     "node_status",
+    "resources_changed",
     "set_conditions",
     "status_changed",
 ]
@@ -212,8 +215,48 @@ def node_address(shape: NodeShape, index: int) -> str:
     return shape.address or f"10.{(index >> 16) & 255}.{(index >> 8) & 255}.{index & 255}"
 
 
-def node_status(shape: NodeShape, index: int, conditions: list[dict[str, Any]]) -> dict[str, Any]:
-    capacity = {
+def _is_extended(resource: str) -> bool:
+    """``IsExtendedResourceName``: a domain-prefixed name outside kubernetes.io."""
+    domain, slash, _ = resource.partition("/")
+    return (
+        bool(slash)
+        and domain != "kubernetes.io"
+        and not domain.endswith(".kubernetes.io")
+        and not resource.startswith("requests.")
+    )
+
+
+def machine_resources(
+    own: dict[str, str], stored: dict[str, Any] | None
+) -> tuple[dict[str, str], dict[str, str | None]]:
+    """Upstream's MachineInfo status setter: capacity is the node's as stored with the
+    kubelet's own resources written over it (an extended resource advertised through the API,
+    as the docs' "Advertise Extended Resources for a Node" does, is kept), and allocatable
+    follows capacity key by key (a simulated node reserves nothing); an extended resource gone
+    from capacity leaves allocatable too (None: removed by the merge patch)."""
+    status = (stored or {}).get("status") or {}
+    capacity = {**(status.get("capacity") or {}), **own}
+    allocatable: dict[str, str | None] = {
+        key: None
+        for key in status.get("allocatable") or {}
+        if key not in capacity and _is_extended(key)
+    }
+    allocatable.update(capacity)
+    return capacity, allocatable
+
+
+def resources_changed(
+    capacity: dict[str, str], allocatable: dict[str, str | None], stored: dict[str, Any] | None
+) -> bool:
+    """Whether the stored node's capacity or allocatable differs from the setter's."""
+    status = (stored or {}).get("status") or {}
+    wanted = {key: value for key, value in allocatable.items() if value is not None}
+    return status.get("capacity") != capacity or status.get("allocatable") != wanted
+
+
+def node_capacity(shape: NodeShape) -> dict[str, str]:
+    """What the simulated machine has: the defaults, then the shape's own."""
+    return {
         "cpu": "4",
         "ephemeral-storage": "100Gi",
         "hugepages-1Gi": "0",
@@ -222,6 +265,10 @@ def node_status(shape: NodeShape, index: int, conditions: list[dict[str, Any]]) 
         "pods": "110",
         **shape.capacity,
     }
+
+
+def node_status(shape: NodeShape, index: int, conditions: list[dict[str, Any]]) -> dict[str, Any]:
+    capacity = node_capacity(shape)
     digest = _digest(shape.name)
     address = node_address(shape, index)
     return {
