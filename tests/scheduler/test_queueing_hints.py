@@ -230,10 +230,12 @@ def test_inter_pod_affinity_queues_for_the_pods_its_terms_wait_for():
     on_delete = hint(plugin, ClusterEvent.ASSIGNED_POD_DELETE)
     assert on_delete(avoids_db, _labelled("db", app="db"), None)
     assert not on_delete(avoids_db, _labelled("web", app="web"), None)
-    # An existing pod's own anti-affinity may have kept the pod out: its deletion queues.
+    # An existing pod's own anti-affinity may have kept the pod out: its deletion queues if
+    # that anti-affinity selects the pod (kubernetes#135325).
     raw = make_pod("loner", node_name="n", affinity={"podAntiAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": [_term(app="x")]}})  # fmt: skip
-    assert on_delete(pod(), PodInfo.of(raw), None)
+    assert on_delete(_labelled("p", node_name="", app="x"), PodInfo.of(raw), None)
+    assert not on_delete(pod(), PodInfo.of(raw), None)
 
 
 def test_pod_topology_spread_queues_for_pods_its_constraints_count():

@@ -86,6 +86,7 @@ INTERESTS: dict[str, set[str]] = {
         ClusterEvent.NODE_TAINT,
         ClusterEvent.ASSIGNED_POD_ADD,
         ClusterEvent.ASSIGNED_POD_DELETE,
+        ClusterEvent.ASSIGNED_POD_LABEL,
         ClusterEvent.POD_UPDATE,
     },
     # With queueing hints on, upstream registers no taint change for it (only without them,
@@ -112,12 +113,15 @@ INTERESTS: dict[str, set[str]] = {
         # A pod landing may be the one an affinity term waits for.
         ClusterEvent.ASSIGNED_POD_ADD,
         ClusterEvent.ASSIGNED_POD_DELETE,
+        # A placed pod relabelled may start (or stop) to be the one a term waits for (avoids).
+        ClusterEvent.ASSIGNED_POD_LABEL,
         ClusterEvent.POD_UPDATE,
     },
     names.NODE_RESOURCES_FIT: {
         ClusterEvent.NODE_ADD,
         ClusterEvent.NODE_ALLOCATABLE,
         ClusterEvent.ASSIGNED_POD_DELETE,
+        ClusterEvent.ASSIGNED_POD_SCALE_DOWN,
         ClusterEvent.POD_UPDATE,
     },
 }

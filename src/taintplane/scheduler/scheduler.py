@@ -21,6 +21,7 @@ from taintplane.client.event_series import NOTE_LENGTH_LIMIT, SeriesEventRecorde
 from taintplane.client.shared import SharedInformers
 from taintplane.clock import Clock
 from taintplane.scheduler.cycle import Decision, Placement, nodes_to_find
+from taintplane.scheduler.events import assigned_pod_update_events
 from taintplane.scheduler.framework import CycleState, Framework
 from taintplane.scheduler.nodeinfo import NodeInfo, PodInfo
 from taintplane.scheduler.plugins import names
@@ -312,7 +313,10 @@ class Scheduler:
         info = PodInfo.of(pod)
         self._track_nomination(pod, info)
         if info.node_name:
-            landed = self._placed.get(info.key) != info.node_name
+            # New on its node, or the binding of a pod this scheduler assumed there: upstream
+            # sees either as an assigned pod added (the pods waiting for it were parked
+            # before the assume, which raises nothing).
+            landed = self._placed.get(info.key) != info.node_name or info.key in self._assumed
             self._assumed.pop(info.key, None)
             node = self.nodes.get(info.node_name)
             if node is None:
@@ -336,6 +340,8 @@ class Scheduler:
                 self.queue.delete(info.key)
             self._forget_elsewhere(info)
             self._pod_added(new)
+            if (old.get("spec") or {}).get("nodeName") == info.node_name:
+                self._assigned_pod_updated(old, new, info)
         elif (
             self._responsible(new)
             and not new["metadata"].get("deletionTimestamp")
@@ -361,6 +367,19 @@ class Scheduler:
             # Its status changed (our own PodScheduled condition, say): the next attempt and
             # its events are about this version of the pod, as upstream's queue keeps it.
             self.queue.refresh(info)
+
+    def _assigned_pod_updated(
+        self, old: dict[str, Any], new: dict[str, Any], info: PodInfo
+    ) -> None:
+        """``updateAssignedPodInCache``: a placed pod relabelled (or its requests scaled down)
+        may help the pods pod affinity or topology spread (or room) kept out. Its status
+        reports, by far the most frequent updates, change neither and cost no parsing."""
+        meta_old, meta_new = old.get("metadata") or {}, new.get("metadata") or {}
+        if meta_old.get("labels") == meta_new.get("labels") and old.get("spec") == new.get("spec"):
+            return
+        before = PodInfo.of(old)
+        for event in assigned_pod_update_events(before, info):
+            self.queue.on_event(event, before, info)
 
     def _forget_elsewhere(self, info: PodInfo) -> None:
         """Drop the pod from the node it was counted on, if that is not its node now."""

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from taintplane.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
-from taintplane.scheduler.events import ClusterEvent, own_update
+from taintplane.scheduler.events import ClusterEvent
 from taintplane.scheduler.framework import (
     MAX_NODE_SCORE,
     Code,
@@ -147,6 +147,25 @@ def _matches_all(terms: Iterable[AffinityTerm], pod: PodInfo, labels: NamespaceL
     return bool(terms) and all(t.matches(pod, labels) for t in terms)
 
 
+def _matches_any(terms: Iterable[AffinityTerm], pod: PodInfo, labels: NamespaceLabels) -> bool:
+    return any(t.matches(pod, labels) for t in terms)
+
+
+def _own_labels_changed(pod: PodInfo, old: PodInfo | None, new: PodInfo | None) -> bool:
+    """The pending pod's own update (no other pending pod's counts): its labels changed, so
+    it may now match its own affinity terms or no longer another pod's anti-affinity
+    (kubernetes#135394); a new toleration, say, cannot help here."""
+    if new is None or new.key != pod.key:
+        return False
+    if old is None:
+        return True
+    return _pod_labels(old) != _pod_labels(new)
+
+
+def _pod_labels(pod: PodInfo) -> dict[str, str]:
+    return dict((pod.pod.get("metadata") or {}).get("labels") or {})
+
+
 def _add(counts: dict[Pair, int], key: str, node: NodeInfo, amount: int) -> None:
     value = node.labels.get(key)
     if value is not None:
@@ -175,17 +194,16 @@ class InterPodAffinity:
     reverse = False
 
     def queueing_hints(self) -> dict[str, QueueingHintFn]:
-        """Pods: as upstream's isSchedulableAfterPodChange, but erring towards Queue where
-        upstream reads only the pod's own terms: a placed pod added that one of its required
-        affinity terms matches (upstream: all of them); one deleted that its required terms
-        match either way, or that had required anti-affinity itself (its terms may have kept
-        the pod out); only the pod's own update among pending pods'. Nodes added or relabelled
-        (upstream registers no taint change with queueing hints on): isSchedulableAfterNodeChange,
-        exactly."""
+        """Upstream's EventsToRegister (pods added, relabelled or deleted; nodes added or
+        relabelled: with queueing hints on no taint change) and hints: isSchedulableAfterPodChange
+        and isSchedulableAfterNodeChange. Where this errs towards Queue, it says so; and a
+        term's namespaceSelector reads the namespace's labels here, where upstream's pod hint
+        passes none (so there such a term, unless empty, never matches a pod event)."""
         return {
             ClusterEvent.ASSIGNED_POD_ADD: self.schedulable_after_pod_add,
+            ClusterEvent.ASSIGNED_POD_LABEL: self.schedulable_after_pod_update,
             ClusterEvent.ASSIGNED_POD_DELETE: self.schedulable_after_pod_delete,
-            ClusterEvent.POD_UPDATE: own_update,
+            ClusterEvent.POD_UPDATE: _own_labels_changed,
             ClusterEvent.NODE_ADD: self.schedulable_after_node_change,
             ClusterEvent.NODE_LABEL: self.schedulable_after_node_change,
         }
@@ -214,15 +232,43 @@ class InterPodAffinity:
         return False
 
     def schedulable_after_pod_add(self, pod: PodInfo, old: None, new: PodInfo) -> bool:
-        return any(t.matches(new, self.namespace_labels) for t in terms_of(pod).required_affinity)
+        """A placed pod that matches every required affinity term (one pod must match them
+        all for the filter to pass)."""
+        if not new.node_name:
+            return False  # an unscheduled pod counts for nobody's terms
+        return _matches_all(terms_of(pod).required_affinity, new, self.namespace_labels)
+
+    def schedulable_after_pod_update(self, pod: PodInfo, old: PodInfo, new: PodInfo) -> bool:
+        """A placed pod relabelled so that it now matches every required affinity term, or
+        no longer matches the required anti-affinity. Upstream reads anti-affinity as "all
+        terms" in 1.35 (fixed later, kubernetes#139161): one term matching is enough to keep
+        the pod out, so here it is "any"."""
+        if not old.node_name or not new.node_name:
+            return False  # an unscheduled pod counts for nobody's terms
+        terms, labels = terms_of(pod), self.namespace_labels
+        if not _matches_all(terms.required_affinity, old, labels) and _matches_all(
+            terms.required_affinity, new, labels
+        ):
+            return True
+        return _matches_any(terms.required_anti_affinity, old, labels) and not _matches_any(
+            terms.required_anti_affinity, new, labels
+        )
 
     def schedulable_after_pod_delete(self, pod: PodInfo, old: PodInfo, new: None) -> bool:
-        if old.has_required_anti_affinity:
+        """A placed pod deleted that the pod's required anti-affinity avoided, or whose own
+        required anti-affinity avoided the pod (kubernetes#135325). Erring towards Queue,
+        also one its required affinity terms match (upstream does not: kubernetes#141354, a
+        pod that matches its own terms may pass once the last such pod is gone). A pending
+        pod deleted (one nominated, say) counts for nobody's terms."""
+        if not old.node_name:
+            return False
+        terms, labels = terms_of(pod), self.namespace_labels
+        if old.has_required_anti_affinity and _matches_any(
+            terms_of(old).required_anti_affinity, pod, labels
+        ):
             return True
-        terms = terms_of(pod)
         return any(
-            t.matches(old, self.namespace_labels)
-            for t in terms.required_affinity + terms.required_anti_affinity
+            t.matches(old, labels) for t in terms.required_affinity + terms.required_anti_affinity
         )
 
     def __init__(self, namespace_labels: NamespaceLabels | None = None) -> None:

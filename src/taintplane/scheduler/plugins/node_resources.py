@@ -96,6 +96,19 @@ def schedulable_after_pod_event(pod: PodInfo, old: PodInfo | None, new: PodInfo 
     )
 
 
+def schedulable_after_pod_scale_down(pod: PodInfo, old: PodInfo, new: PodInfo) -> bool:
+    """``isSchedulableAfterPodScaleDown`` for a placed pod: it now asks for less of
+    something the pod asks for."""
+    if new.key == pod.key:
+        return True
+    if not new.node_name:
+        return False
+    return any(
+        wanted > 0 and old.requests.get(resource, 0) > new.requests.get(resource, 0)
+        for resource, wanted in pod.requests.items()
+    )
+
+
 class NodeResourcesFit:
     name = names.NODE_RESOURCES_FIT
     reverse = False
@@ -105,6 +118,7 @@ class NodeResourcesFit:
             ClusterEvent.NODE_ADD: schedulable_after_node_change,
             ClusterEvent.NODE_ALLOCATABLE: schedulable_after_node_change,
             ClusterEvent.ASSIGNED_POD_DELETE: schedulable_after_pod_event,
+            ClusterEvent.ASSIGNED_POD_SCALE_DOWN: schedulable_after_pod_scale_down,
             ClusterEvent.POD_UPDATE: schedulable_after_pod_event,
         }
 

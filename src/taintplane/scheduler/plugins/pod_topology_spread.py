@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from taintplane.api.selectors import LabelSelector, Operator, Requirement, label_selector_from_dict
 from taintplane.api.tolerations import TaintFilter, find_untolerated_taint
-from taintplane.scheduler.events import ClusterEvent, own_update
+from taintplane.scheduler.events import ClusterEvent
 from taintplane.scheduler.framework import (
     MAX_NODE_SCORE,
     Code,
@@ -131,10 +131,38 @@ def schedulable_after_pod_change(pod: PodInfo, old: PodInfo | None, new: PodInfo
     other = new if new is not None else old
     if other is None:
         return True
-    if other.namespace != pod.namespace:
-        return False
+    if other.namespace != pod.namespace or not other.node_name:
+        return False  # only placed pods of its namespace are counted
     labels = (other.pod.get("metadata") or {}).get("labels")
     return any(c.selector.matches(labels) for c in _constraints(pod, hard=True))
+
+
+def schedulable_after_pod_update(pod: PodInfo, old: PodInfo | None, new: PodInfo | None) -> bool:
+    """Upstream's isSchedulableAfterPodChange for an update: of a placed pod in the pod's
+    namespace, or of the pod itself. Its own new toleration helps if a DoNotSchedule
+    constraint honours taints; otherwise only a label change that makes a constraint's
+    selector start or stop to select the updated pod."""
+    if old is None or new is None:
+        return True
+    if not (_involved(new, pod) and _involved(old, pod)):
+        return False
+    constraints = _constraints(pod, hard=True)
+    if (
+        new.key == pod.key
+        and old.tolerations != new.tolerations
+        and any(c.honor_taints for c in constraints)
+    ):
+        return True
+    before = (old.pod.get("metadata") or {}).get("labels") or {}
+    after = (new.pod.get("metadata") or {}).get("labels") or {}
+    if before == after:
+        return False
+    return any(c.selector.matches(before) != c.selector.matches(after) for c in constraints)
+
+
+def _involved(other: PodInfo, pod: PodInfo) -> bool:
+    """``involvedInTopologySpreading``: the pod itself, or a placed pod of its namespace."""
+    return other.key == pod.key or (bool(other.node_name) and other.namespace == pod.namespace)
 
 
 def _constraints(pod: PodInfo, hard: bool) -> list[Constraint]:
@@ -259,7 +287,8 @@ class PodTopologySpread:
     def queueing_hints(self) -> dict[str, QueueingHintFn]:
         """As upstream's isSchedulableAfterPodChange: a placed pod added or deleted counts
         only if it is in the pod's namespace and one of its DoNotSchedule constraints selects
-        it; only the pod's own update among pending pods'. A node event counts only for a node
+        it; a placed pod relabelled, or the pod itself updated, as schedulable_after_pod_update
+        says (no other pending pod's update). A node event counts only for a node
         that has (or had) every topology key of those constraints: one without takes no part
         in any domain (upstream's nodeLabelsMatchSpreadConstraints)."""
         return {
@@ -268,7 +297,8 @@ class PodTopologySpread:
             ClusterEvent.NODE_TAINT: schedulable_after_node_change,
             ClusterEvent.ASSIGNED_POD_ADD: schedulable_after_pod_change,
             ClusterEvent.ASSIGNED_POD_DELETE: schedulable_after_pod_change,
-            ClusterEvent.POD_UPDATE: own_update,
+            ClusterEvent.ASSIGNED_POD_LABEL: schedulable_after_pod_update,
+            ClusterEvent.POD_UPDATE: schedulable_after_pod_update,
         }
 
     def pre_filter(
