@@ -22,6 +22,7 @@ from taintplane.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from taintplane.scheduler.plugins.node_resources import NodeResourcesFit
 from taintplane.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from taintplane.scheduler.queue import INTERESTS
+from taintplane.scheduler.scheduler import Scheduler
 from taintplane.sim.cluster import in_process_cluster
 from tests.controllers.harness import START
 from tests.scheduler.builders import make_node, make_pod
@@ -395,3 +396,27 @@ def test_the_binding_of_a_pod_this_scheduler_placed_is_an_assigned_pod_add(tmp_p
             return [parked, found[0] is not None and found[0] == found[1], clock.now() == START]
 
     assert asyncio.run(run()) == [{"unschedulable": 1}, True, True]
+
+
+def test_an_assumed_pod_updated_before_its_binding_is_seen_is_not_queued_again() -> None:
+    """updatePodInSchedulingQueue skips assumed pods: a relabel while the binding is in flight
+    would otherwise schedule the pod a second time."""
+
+    async def run() -> tuple[bool, bool]:
+        scheduler = Scheduler(client=None, clock=VirtualClock(START), seed=1)  # type: ignore[arg-type]
+        scheduler._node_added(make_node("a-1"))
+        raw = make_pod("p")
+        scheduler._pod_added(raw)
+        pod = await scheduler.queue.pop()
+        decision = scheduler.decide(pod)
+        assert decision.node == "a-1"
+        scheduler._assumed[pod.key] = "a-1"  # what schedule_one does before binding
+        scheduler.queue.done(pod.key)
+        relabelled = {**raw, "metadata": {**raw["metadata"], "labels": {"app": "x"}}}
+        scheduler._pod_updated(raw, relabelled)
+        queued_while_assumed = pod.key in scheduler.queue
+        bound = {**relabelled, "spec": {**relabelled["spec"], "nodeName": "a-1"}}
+        scheduler._pod_updated(relabelled, bound)
+        return queued_while_assumed, pod.key in scheduler.queue
+
+    assert asyncio.run(run()) == (False, False)

@@ -342,6 +342,10 @@ class Scheduler:
             self._pod_added(new)
             if (old.get("spec") or {}).get("nodeName") == info.node_name:
                 self._assigned_pod_updated(old, new, info)
+        elif info.key in self._assumed:
+            # Assumed on a node, its binding not seen yet: as upstream's
+            # updatePodInSchedulingQueue, an update (a relabel, say) must not queue it again.
+            return
         elif (
             self._responsible(new)
             and not new["metadata"].get("deletionTimestamp")
