@@ -34,7 +34,7 @@ from taintplane.agents.nodes import NodeShape
 from taintplane.bench.census import Census
 from taintplane.client import resource
 from taintplane.clock import VirtualClock
-from taintplane.sim.cluster import in_process_cluster
+from taintplane.sim.cluster import Cluster, in_process_cluster
 
 DEPLOYMENTS = resource("apps", "v1", "deployments")
 
@@ -57,6 +57,20 @@ def deployment(replicas: int, name: str = "web") -> dict[str, Any]:
     }
 
 
+def running_pods(cluster: Cluster) -> set[str]:
+    """The names of the pods the controller manager's informer has seen Running, kept
+    current from now on (the set returned grows as pods start)."""
+    assert cluster.controller_manager is not None
+    running: set[str] = set()
+
+    def seen(pod: dict[str, Any]) -> None:
+        if (pod.get("status") or {}).get("phase") == "Running":
+            running.add(pod["metadata"]["name"])
+
+    cluster.controller_manager.informers.pods.add_handlers(seen, lambda old, new: seen(new))
+    return running
+
+
 async def run_one(
     nodes: int, replicas: int, profile: str | None, census: Census | None = None
 ) -> dict[str, Any]:
@@ -66,15 +80,7 @@ async def run_one(
         async with in_process_cluster(Path(data), clock, nodes=shapes) as cluster:
             client = cluster.client
             assert client is not None
-            assert cluster.controller_manager is not None
-            pods = cluster.controller_manager.informers.pods
-            running: set[str] = set()
-
-            def seen(pod: dict[str, Any]) -> None:
-                if (pod.get("status") or {}).get("phase") == "Running":
-                    running.add(pod["metadata"]["name"])
-
-            pods.add_handlers(seen, lambda old, new: seen(new))
+            running = running_pods(cluster)
             if census is not None:
                 assert cluster.apiserver is not None
                 # Every in-process request (each of a batch too) passes the server's entry.

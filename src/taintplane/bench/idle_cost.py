@@ -26,11 +26,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from taintplane import runtime
 from taintplane.agents.nodes import NodeShape
-from taintplane.bench.deployment_scale import DEPLOYMENTS, deployment
+from taintplane.bench.deployment_scale import DEPLOYMENTS, deployment, running_pods
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import Cluster, in_process_cluster
 
@@ -40,14 +39,7 @@ async def _running(cluster: Cluster, clock: VirtualClock, pods: int) -> None:
     then ten more simulated minutes for what follows (statuses, progress, events)."""
     client = cluster.client
     assert client is not None
-    assert cluster.controller_manager is not None
-    running: set[str] = set()
-
-    def seen(pod: dict[str, Any]) -> None:
-        if (pod.get("status") or {}).get("phase") == "Running":
-            running.add(pod["metadata"]["name"])
-
-    cluster.controller_manager.informers.pods.add_handlers(seen, lambda old, new: seen(new))
+    running = running_pods(cluster)
     await client.create(DEPLOYMENTS, deployment(pods), namespace="default")
     waited = 0
     while len(running) < pods:

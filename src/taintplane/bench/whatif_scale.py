@@ -37,7 +37,7 @@ from typing import Any
 
 from taintplane import runtime
 from taintplane.agents.nodes import NodeShape
-from taintplane.bench.deployment_scale import deployment
+from taintplane.bench.deployment_scale import deployment, running_pods
 from taintplane.client import resource as api_resource
 from taintplane.clock import VirtualClock
 from taintplane.sim.cluster import Cluster, ClusterConfig
@@ -185,14 +185,7 @@ async def _populate_and_ask(
 ) -> dict[str, Any]:
     client = cluster.client
     assert client is not None
-    assert cluster.controller_manager is not None
-    running: set[str] = set()
-
-    def seen(pod: dict[str, Any]) -> None:
-        if (pod.get("status") or {}).get("phase") == "Running":
-            running.add(pod["metadata"]["name"])
-
-    cluster.controller_manager.informers.pods.add_handlers(seen, lambda old, new: seen(new))
+    running = running_pods(cluster)
     runtime.settle_heap()
     left, index = args.pods, 0
     while left > 0:
