@@ -42,6 +42,7 @@ from taintplane.apiserver.patch import (
     apply_strategic_merge_patch,
     go_value,
 )
+from taintplane.apiserver.patch_shape import json_patch_shape, merge_patch_shape
 from taintplane.apiserver.pod_streams import STREAM_SUBRESOURCES, serve_stream
 from taintplane.apiserver.registry import Apply, Registry, WatchProgress, check_update_name
 from taintplane.apiserver.registry_checks import DecodeFailure
@@ -496,6 +497,11 @@ class ResourceHandlers:
                 field_validation=self._field_validation(request),
                 manager=self._manager(request),
                 notes=notes,
+                touched=(
+                    json_patch_shape(patch)
+                    if content_type == "application/json-patch+json"
+                    else merge_patch_shape(patch)
+                ),
             )
         except DecodeFailure as error:
             # handlers/patch.go: the patched object that does not decode is the patch's
@@ -636,6 +642,7 @@ class ResourceHandlers:
             field_validation=self._field_validation(request),
             manager=manager,
             apply=Apply(config, force),
+            touched=merge_patch_shape(applied),
         )
         return json_response(updated)
 

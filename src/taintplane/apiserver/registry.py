@@ -24,6 +24,7 @@ from taintplane.api.scheme import SCHEME, ResourceType, Scheme
 from taintplane.apiserver.codec import clone
 from taintplane.apiserver.fairness import LARGE_OBJECT_BYTES, offload, offloading
 from taintplane.apiserver.fieldmanager import managed_fields_base
+from taintplane.apiserver.patch_shape import Shape
 from taintplane.apiserver.registry_batch import current_group
 from taintplane.apiserver.registry_checks import (
     Apply,
@@ -286,6 +287,7 @@ class Registry(RegistryReads):
         manager: str = "",
         apply: Apply | None = None,
         notes: DecodeNotes = NO_NOTES,
+        touched: Shape = None,
     ) -> dict[str, Any]:
         """Read, ``mutate`` a copy, write; read and mutated again whenever another write
         lands in between, for as long as that happens, as etcd3's GuaranteedUpdate loops (a
@@ -293,7 +295,10 @@ class Registry(RegistryReads):
         The copy has the current resourceVersion, as the object a patch applies to does
         upstream: a result with another one (a patch that sets it) names the version the
         caller expects, and answers 409 unless that is the current one (on a retry, it no
-        longer is). Refusals from admission or validation are not retried."""
+        longer is). Refusals from admission or validation are not retried. ``touched`` is
+        the shape of the patch ``mutate`` applies (``patch_shape``): the parts it names are
+        type-checked even where they equal the stored ones (``1`` for ``true``), as upstream
+        decodes the whole patched object."""
         while True:
             kv = await self._get_kv(resource, namespace, name)
             old = self._decode(kv)
@@ -305,7 +310,13 @@ class Registry(RegistryReads):
             with offloading(len(kv.value) > LARGE_OBJECT_BYTES):
                 new = await offload(mutate, current)
                 await offload(
-                    check_type, resource, new, field_validation, baseline=old, notes=notes
+                    check_type,
+                    resource,
+                    new,
+                    field_validation,
+                    baseline=old,
+                    notes=notes,
+                    touched=touched,
                 )
                 expected = meta(new).get("resourceVersion")
                 if expected and expected != meta(old)["resourceVersion"]:

@@ -13,6 +13,7 @@ from typing import Any
 from taintplane.api.decoding import DecodeError, format_time
 from taintplane.api.scheme import ResourceType
 from taintplane.apiserver import fieldmanager, typecheck, warning
+from taintplane.apiserver.patch_shape import Shape
 from taintplane.apiserver.status import APIError
 from taintplane.apiserver.strict_decoding import NO_NOTES, DecodeNotes
 from taintplane.clock import Clock
@@ -54,6 +55,7 @@ def check_type(
     notes: DecodeNotes = NO_NOTES,
     *,
     exact_baseline: bool = False,
+    touched: Shape = None,
 ) -> None:
     """``obj`` is of the kind and version served at ``resource`` and every field has its
     schema's type. Unknown fields, and the duplicate fields ``notes`` found in the body, are
@@ -85,6 +87,7 @@ def check_type(
             duplicates=notes.inline if field_validation != "Ignore" else frozenset(),
             sorted_walk=notes.sorted_walk,
             exact_baseline=exact_baseline,
+            touched=touched,
         )
     except typecheck.TypeCheckError as error:
         raise cannot_handle(resource, DecodeError(error.message)) from error

@@ -215,6 +215,7 @@ def check_object(
     duplicates: frozenset[str] = frozenset(),
     sorted_walk: bool = False,
     exact_baseline: bool = False,
+    touched: Any = None,
 ) -> TypeReport:
     """Check ``obj`` against the schema named ``kind_schema``; raises on a type mismatch.
 
@@ -223,7 +224,9 @@ def check_object(
     With ``exact_baseline`` a part is skipped only when it is also the same JSON as the
     stored one: Python's ``==`` takes ``1.0`` and ``True`` for ``1``, and a body decoded
     straight into the Go types (a create or an update, unlike a patch, whose result goes
-    through a map first) must still fail on them.
+    through a map first) must still fail on them. ``touched`` is a patch's shape
+    (``patch_shape``): the parts it names are compared exactly, as ``exact_baseline`` does,
+    since only they can hold a value of a new JSON type; the others keep the plain skip.
     ``drop_unknown`` removes the unknown fields from ``obj`` (in place). ``duplicates`` are
     reported where the walk meets them, unless the field is unknown (then it is reported as
     unknown only, as sigs.k8s.io/json does for typed objects).
@@ -234,7 +237,7 @@ def check_object(
         sorted_walk=sorted_walk,
         exact_baseline=exact_baseline,
     )
-    _check_struct(obj, kind_schema, None, report, baseline)
+    _check_struct(obj, kind_schema, None, report, baseline, touched)
     return report
 
 
@@ -293,6 +296,7 @@ def _check_struct(
     path: _Path,
     report: TypeReport,
     baseline: Mapping[str, Any] | None = None,
+    touched: Any = None,
 ) -> None:
     info = _struct_info(name)
     if info is None:
@@ -301,14 +305,20 @@ def _check_struct(
     quantities, scalars, duplicates = info.quantities, info.scalars, report.duplicates
     unknown: list[str] = []
     omitted: list[str] = []
+    # True: every equal part is compared exactly; a dict: the keys a patch names are.
+    exact = report.exact_baseline or touched is True
+    named = touched if type(touched) is dict else None
     for key, item in sorted(value.items()) if report.sorted_walk else value.items():
         before = baseline.get(key, _MISSING) if baseline is not None else _MISSING
-        if (
-            before is not _MISSING
-            and before == item
-            and (not report.exact_baseline or _same_json(before, item))
-        ):
-            continue
+        inner = True if exact else None if named is None else named.get(key)
+        if before is not _MISSING and before == item:
+            if inner is None:
+                continue  # not named by the patch: the stored value, checked when written
+            if type(inner) is not dict or type(item) is not dict:
+                if _same_json(before, item):
+                    continue
+                inner = True
+            # else: a map the patch named keys of, equal as a whole: walked for those keys
         child_path = (path, _KEY, key)
         prop = properties.get(key)
         if prop is None:
@@ -340,6 +350,7 @@ def _check_struct(
             key,
             report,
             before if isinstance(before, dict) else None,
+            inner,
         )
         if item is None and _omits_null(key, prop, required):
             omitted.append(key)
@@ -425,6 +436,7 @@ def _check_value(
     key: str,
     report: TypeReport,
     baseline: Mapping[str, Any] | None = None,
+    touched: Any = None,
 ) -> None:
     if value is None or not schema:
         # null is Go's zero value; an untyped field (IntOrString, RawExtension) takes anything.
@@ -435,7 +447,7 @@ def _check_value(
         if target.get("type") == "object" and "properties" in target:
             if not isinstance(value, dict):
                 raise _fail(value, struct, path, schema)
-            _check_struct(value, ref, path, report, baseline)
+            _check_struct(value, ref, path, report, baseline, touched)
         return
     kind = schema.get("type")
     if kind == "array":
