@@ -171,8 +171,9 @@ def test_extended_resource_toleration(
     assert obj["spec"].get("tolerations") == expected
 
 
-NODES = SCHEME.lookup("", "v1", "nodes")
-assert NODES is not None
+_NODES = SCHEME.lookup("", "v1", "nodes")
+assert _NODES is not None
+NODES = _NODES
 NOT_READY_TAINT = {"key": NOT_READY, "effect": "NoSchedule"}
 
 
@@ -186,14 +187,19 @@ NOT_READY_TAINT = {"key": NOT_READY, "effect": "NoSchedule"}
     ids=["added on creation", "not added twice", "unready node as well"],
 )
 def test_node_taints(spec: dict[str, Any], status: dict[str, Any]) -> None:
-    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "mynode"}, "spec": spec}
-    node["status"] = status
+    node: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "mynode"}}
+    node.update(spec=spec, status=status)
     old = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "mynode"}, "spec": {}}
     asyncio.run(Chain([TaintNodesByCondition()]).admit(Attributes("CREATE", NODES, "", node, old)))
     assert node["spec"]["taints"] == [NOT_READY_TAINT]
 
 
 def test_node_taint_only_on_create() -> None:
-    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "mynode"}, "spec": {}}
+    node: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "mynode"},
+        "spec": {},
+    }
     asyncio.run(Chain([TaintNodesByCondition()]).admit(Attributes("UPDATE", NODES, "", node, node)))
     assert "taints" not in node["spec"]
