@@ -8,7 +8,8 @@ subresources), with the RuntimeClass (node.k8s.io/v1) looked up by name:
   overhead is refused); ``scheduling.nodeSelector`` is merged into ``spec.nodeSelector`` (a pod
   selecting another value for one of its keys is refused) and ``scheduling.tolerations`` are
   merged after the pod's with ``MergeTolerations`` (no duplicates, covered ones dropped);
-- validating: a pod overhead must equal the class's, and needs a class that defines one.
+- validating: a pod's overhead must equal its class's (none when the class defines none), and
+  an overhead needs a class that defines one.
 
 A class that does not exist refuses the pod (before and after the other plugins ran).
 """
@@ -131,10 +132,12 @@ class RuntimeClass:
             return
         pod, runtime_class = prepared
         pod_overhead = pod["spec"].get("overhead")
-        if pod_overhead is None:
-            return
         class_overhead = None if runtime_class is None else runtime_class.get("overhead")
         if class_overhead is None:
-            raise Forbidden(OVERHEAD_WITHOUT_CLASS)
+            if pod_overhead is not None:
+                raise Forbidden(OVERHEAD_WITHOUT_CLASS)
+            return
+        # A class with an overhead needs it on the pod, even if something after the mutating
+        # phase took it away (upstream's validateOverhead, TestValidateOverhead).
         if not _same_resources((class_overhead or {}).get("podFixed"), pod_overhead):
             raise Forbidden(OVERHEAD_MISMATCH)
