@@ -18,6 +18,8 @@ from taintplane.admission.pod_references import (
     references_configmaps,
     references_secrets,
 )
+from taintplane.api.decoding import DecodeError
+from taintplane.api.taints import Taint
 
 __all__ = ["NodeRestriction", "identify", "node_identity", "node_may_set_label"]
 
@@ -266,7 +268,7 @@ class NodeRestriction:
                     f'node "{node}" is not allowed to update configSource to a new non-nil '
                     "configSource"
                 )
-            if (new_spec.get("taints") or []) != (old_spec.get("taints") or []):
+            if not _same_taints(new_spec.get("taints"), old_spec.get("taints")):
                 raise Forbidden(f'node "{node}" is not allowed to modify taints')
             # CVE-2025-5187: an owner reference to a missing object would have the garbage
             # collector delete the Node, which the node could then register anew with taints
@@ -298,3 +300,15 @@ class NodeRestriction:
         name = _name(a.obj if a.operation == "CREATE" else a.old or a.obj)
         if name != node:
             raise Forbidden("can only access node lease with the same name as the requesting node")
+
+
+def _same_taints(new: object, old: object) -> bool:
+    """``Semantic.DeepEqual`` of the decoded taints: an empty value spelled out, or a
+    timeAdded written another way for the same instant, is no change."""
+    first, second = new or [], old or []
+    if not isinstance(first, list) or not isinstance(second, list):
+        return first == second
+    try:
+        return [Taint.from_dict(t) for t in first] == [Taint.from_dict(t) for t in second]
+    except DecodeError:
+        return first == second
