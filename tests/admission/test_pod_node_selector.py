@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from taintplane.admission import Forbidden, Rejected
+from taintplane.admission import Forbidden, NotFound, Rejected
 from taintplane.admission.pod_node_selector import (
     NAMESPACE_NODE_SELECTOR,
     PodNodeSelector,
@@ -76,11 +76,11 @@ def test_only_create() -> None:
     assert obj["spec"]["nodeSelector"] == {"env": "dev"}
 
 
-def test_bad_annotation_and_missing_namespace_are_plain_errors() -> None:
+def test_bad_annotation_is_a_plain_error_and_a_missing_namespace_not_found() -> None:
     plugin = PodNodeSelector(FakeLookup(namespace({NAMESPACE_NODE_SELECTOR: "env"})))
     with pytest.raises(Rejected, match=r"^invalid selector: \[env\]$"):
         run(plugin, attributes(pod()))
-    with pytest.raises(Rejected, match=r"^namespace gone does not exist$"):
+    with pytest.raises(NotFound, match=r'^namespaces "gone" not found$'):
         run(plugin, attributes(pod(namespace="gone")))
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from taintplane.admission import Rejected
+from taintplane.admission import NotFound, Rejected
 from taintplane.admission.pod_toleration_restriction import (
     NS_DEFAULT_TOLERATIONS as DEFAULTS,
 )
@@ -191,3 +191,10 @@ def test_configuration() -> None:
                 "default": [{"key": "foo", "operator": "Exists", "value": "bar"}],
             }
         )
+
+
+def test_missing_namespace_is_not_found() -> None:
+    """Upstream's getNamespace returns the client's NotFound (404), not a plain error."""
+    plugin = PodTolerationRestriction(FakeLookup(namespace()))
+    with pytest.raises(NotFound, match=r'^namespaces "gone" not found$'):
+        run(plugin, attributes(pod(namespace="gone")))

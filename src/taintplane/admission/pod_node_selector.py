@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from taintplane.admission.chain import Attributes, Forbidden, Lookup, Rejected
+from taintplane.admission.chain import Attributes, Forbidden, Lookup, NotFound, Rejected
 from taintplane.admission.label_sets import (
     LabelMapError,
     are_labels_in_whitelist,
@@ -127,7 +127,8 @@ class PodNodeSelector:
         """``getNodeSelectorMap``: the annotation if present, else the cluster default."""
         ns = await self.lookup.get("v1", "Namespace", namespace)
         if ns is None:
-            raise Rejected(f"namespace {namespace} does not exist")
+            # Upstream returns the client's NotFound (404) when the namespace is gone.
+            raise NotFound("namespaces", namespace)
         annotations = (ns.get("metadata") or {}).get("annotations") or {}
         if NAMESPACE_NODE_SELECTOR in annotations:
             return _parse(annotations[NAMESPACE_NODE_SELECTOR])

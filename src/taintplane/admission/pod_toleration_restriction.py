@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from taintplane.admission.chain import Attributes, Lookup, Rejected
+from taintplane.admission.chain import Attributes, Lookup, NotFound, Rejected
 from taintplane.api import gojson
 from taintplane.api.decoding import DecodeError
 from taintplane.api.field import Path
@@ -180,7 +180,8 @@ class PodTolerationRestriction:
         """``extractNSTolerations``: None when the annotation is absent, [] when empty."""
         ns = await self.lookup.get("v1", "Namespace", namespace)
         if ns is None:
-            raise Rejected(f'namespaces "{namespace}" not found')
+            # Upstream returns the client's NotFound (404) when the namespace is gone.
+            raise NotFound("namespaces", namespace)
         annotations = (ns.get("metadata") or {}).get("annotations") or {}
         if key not in annotations:
             return None
