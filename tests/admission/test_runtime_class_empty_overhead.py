@@ -1,6 +1,6 @@
 """An empty ``overhead: {}`` through the API server: it is set (a non-nil map in Go), so
-RuntimeClass admission compares it with the class's podFixed as upstream's setOverhead and
-validateOverhead do, rather than treating it as absent."""
+validateOverhead refuses it without a class overhead; setOverhead, which refuses only a
+non-empty one (``len(pod.Spec.Overhead) > 0``), replaces it with the class's podFixed."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def run(tmp: Path, scenario: Callable[[Call], Awaitable[None]]) -> None:
 
 @pytest.mark.parametrize(
     ("class_name", "message"),
-    [("kata", MISMATCH), ("plain", WITHOUT_CLASS), (None, WITHOUT_CLASS)],
+    [("plain", WITHOUT_CLASS), (None, WITHOUT_CLASS)],
 )
 def test_empty_overhead_is_refused(tmp_path: Path, class_name: str | None, message: str) -> None:
     spec: dict[str, Any] = {"overhead": {}}
@@ -94,5 +94,13 @@ def test_empty_overhead_matches_a_class_without_pod_fixed(tmp_path: Path) -> Non
         assert "overhead" not in created.json()["spec"]
         kata = await call("POST", PODS, _pod("k", runtimeClassName="kata"))
         assert kata.json()["spec"]["overhead"] == {"cpu": "250m"}
+        # An empty overhead is no different from none: the class's is set.
+        empty = await call("POST", PODS, _pod("e", runtimeClassName="kata", overhead={}))
+        assert empty.status_code == 201, empty.text
+        assert empty.json()["spec"]["overhead"] == {"cpu": "250m"}
+        # A non-empty one must match.
+        other = await call("POST", PODS, _pod("o", runtimeClassName="kata", overhead={"cpu": "1"}))
+        assert other.status_code == 403
+        assert other.json()["message"] == f'pods "o" is forbidden: {MISMATCH}'
 
     run(tmp_path, scenario)

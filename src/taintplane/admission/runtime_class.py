@@ -88,10 +88,9 @@ class RuntimeClass:
         overhead = runtime_class.get("overhead")
         if overhead is not None:
             pod_fixed = (overhead or {}).get("podFixed")
-            # An empty ``overhead: {}`` is set (a non-nil map in Go), so it must match too.
-            if spec.get("overhead") is not None and not _same_resources(
-                pod_fixed, spec["overhead"]
-            ):
+            # setOverhead refuses only a non-empty overhead (``len(pod.Spec.Overhead) > 0``):
+            # an empty ``overhead: {}`` is replaced by the class's, as an absent one is.
+            if spec.get("overhead") and not _same_resources(pod_fixed, spec["overhead"]):
                 raise Forbidden(OVERHEAD_MISMATCH)
             if not pod_fixed:
                 spec.pop("overhead", None)
