@@ -341,3 +341,45 @@ def test_validate_configuration(tmp_path: Path, config: dict[str, Any], error: s
     with pytest.raises(AdmissionConfigError) as refused:
         options.load()
     assert str(refused.value) == f"{file}: PodTolerationRestriction: {error}"
+
+
+def test_chain_order_of_added_tolerations(tmp_path: Path) -> None:
+    """Every plugin that adds tolerations, in kube-apiserver's order: the pod's own, then
+    DefaultTolerationSeconds' two, PodTolerationRestriction's namespace defaults and
+    memory-pressure (merged after the pod's), ExtendedResourceToleration's, RuntimeClass's."""
+    setup = AdmissionOptions(
+        enable=("PodTolerationRestriction", "ExtendedResourceToleration")
+    ).load()
+    gpu = {"key": "example.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    sandbox = {"key": "sandbox", "operator": "Exists", "effect": "NoSchedule"}
+    seconds = {"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+
+    async def scenario(call: Call) -> None:
+        ns = namespace({NS_DEFAULT_TOLERATIONS: [T]})
+        assert (await call("POST", "/api/v1/namespaces", ns)).status_code == 201
+        rc = {
+            "apiVersion": "node.k8s.io/v1",
+            "kind": "RuntimeClass",
+            "metadata": {"name": "sandboxed"},
+            "handler": "runsc",
+            "scheduling": {"tolerations": [sandbox, T]},
+        }
+        assert (await call("POST", "/apis/node.k8s.io/v1/runtimeclasses", rc)).status_code == 201
+        gpu_request = {"cpu": "1", "example.com/gpu": "1"}
+        resources = {"requests": gpu_request, "limits": {"example.com/gpu": "1"}}
+        containers = [{"name": "c", "image": "i", "resources": resources}]
+        body = pod(containers, [T1])
+        body["spec"]["runtimeClassName"] = "sandboxed"
+        created = await call("POST", PODS, body)
+        assert created.status_code == 201, created.text
+        assert created.json()["spec"]["tolerations"] == [
+            T1,
+            {"key": "node.kubernetes.io/not-ready", **seconds},
+            {"key": "node.kubernetes.io/unreachable", **seconds},
+            T,
+            MEMORY_PRESSURE,
+            gpu,
+            sandbox,
+        ]
+
+    run(tmp_path, setup, scenario)
