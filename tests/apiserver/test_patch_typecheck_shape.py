@@ -316,3 +316,13 @@ def test_an_apply_of_the_stored_bool_as_a_number_is_refused(api, value):
         'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number into '
         "Go struct field PodSpec.spec.enableServiceLinks of type bool"
     )
+
+
+def test_kubectl_patch_of_the_stored_bool_as_a_number_is_refused(api, kubectl):
+    done = kubectl.run("patch", "pod", "typed", "-p", '{"spec":{"enableServiceLinks":1}}')
+    assert done.returncode == 1
+    assert done.stderr == (
+        'The request is invalid: patch: Invalid value: "map[spec:map[enableServiceLinks:1]]": '
+        "json: cannot unmarshal number into Go struct field PodSpec.spec.enableServiceLinks "
+        "of type bool\n"
+    )
