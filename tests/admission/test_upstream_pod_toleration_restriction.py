@@ -383,3 +383,62 @@ def test_chain_order_of_added_tolerations(tmp_path: Path) -> None:
         ]
 
     run(tmp_path, setup, scenario)
+
+
+@pytest.mark.parametrize(
+    ("annotation", "expected"),
+    [
+        # encoding/json matches field names case-insensitively and ignores unknown ones.
+        (
+            '[{"Key":"foo","OPERATOR":"Exists","Effect":"NoSchedule","extra":1}]',
+            [{"key": "foo", "operator": "Exists", "effect": "NoSchedule"}],
+        ),
+        # An exact name is preferred, but a later key still overwrites an earlier one.
+        ('[{"key":"a","Key":"b","operator":"Exists"}]', [{"key": "b", "operator": "Exists"}]),
+        # null leaves a string alone and clears tolerationSeconds.
+        (
+            '[{"key":"a","key":null,"operator":"Exists","effect":"NoExecute",'
+            '"tolerationSeconds":5,"TolerationSeconds":null}]',
+            [{"key": "a", "operator": "Exists", "effect": "NoExecute"}],
+        ),
+        (
+            '[{"key":"a","operator":"Exists","effect":"NoExecute","tolerationSeconds":"5"}]',
+            "json: cannot unmarshal string into Go struct field Toleration.tolerationSeconds of "
+            "type int64",
+        ),
+        (
+            '[{"key":"a","operator":"Exists","effect":"NoExecute","tolerationSeconds":1.5}]',
+            "json: cannot unmarshal number 1.5 into Go struct field Toleration.tolerationSeconds "
+            "of type int64",
+        ),
+        (
+            '[{"key":5,"value":true}]',
+            "json: cannot unmarshal number into Go struct field Toleration.key of type string",
+        ),
+        ("[[]]", "json: cannot unmarshal array into Go value of type v1.Toleration"),
+    ],
+    ids=[
+        "case-insensitive",
+        "last wins",
+        "null",
+        "string seconds",
+        "fraction",
+        "number key",
+        "array",
+    ],
+)
+def test_annotation_decoded_as_go_does(
+    tmp_path: Path, annotation: str, expected: list[Any] | str
+) -> None:
+    async def scenario(call: Call) -> None:
+        ns = namespace({})
+        ns["metadata"]["annotations"] = {NS_DEFAULT_TOLERATIONS: annotation}
+        assert (await call("POST", "/api/v1/namespaces", ns)).status_code == 201
+        created = await call("POST", PODS, pod(BEST_EFFORT, []))
+        if isinstance(expected, str):
+            assert (created.status_code, created.json()["message"]) == (500, expected)
+            return
+        assert created.status_code == 201, created.text
+        assert created.json()["spec"]["tolerations"] == expected
+
+    run(tmp_path, _setup(), scenario)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taintplane.admission.chain import Attributes, Lookup, NotFound, Rejected
-from taintplane.api import gojson
+from taintplane.admission.toleration_annotation import unmarshal_tolerations
 from taintplane.api.decoding import DecodeError
 from taintplane.api.field import Path
 from taintplane.api.quantity import QuantityError, parse_quantity
@@ -189,23 +189,9 @@ class PodTolerationRestriction:
         if not text:
             return []
         try:
-            return parse_tolerations(_unmarshal_tolerations(text), Path.root("tolerations"))
+            return parse_tolerations(unmarshal_tolerations(text), Path.root("tolerations"))
         except (ValueError, DecodeError) as error:
             raise Rejected(str(error)) from error
-
-
-def _unmarshal_tolerations(text: str) -> list[Any]:
-    """``json.Unmarshal`` into ``[]v1.Toleration``, with Go's error texts (upstream returns
-    them as they stand): syntax errors first, then a value of the wrong JSON type."""
-    items = gojson.loads(text)
-    if items is None:
-        return []
-    if not isinstance(items, list):
-        raise gojson.cannot_unmarshal(items, "[]v1.Toleration")
-    for item in items:
-        if item is not None and not isinstance(item, dict):
-            raise gojson.cannot_unmarshal(item, "v1.Toleration")
-    return [item or {} for item in items]
 
 
 def _pod_tolerations(spec: Mapping[str, Any]) -> Sequence[Toleration]:

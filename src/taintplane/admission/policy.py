@@ -19,7 +19,6 @@ tolerates no more than some entry does, so "some entry tolerates it" is exact.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ from taintplane.admission import pod_node_selector, pod_toleration_restriction
 from taintplane.admission.dedication import self_settable
 from taintplane.admission.label_sets import LabelMapError, parse_labels_map
 from taintplane.admission.plugins import AdmissionSetup
+from taintplane.admission.toleration_annotation import unmarshal_tolerations
 from taintplane.api.field import Path
 from taintplane.api.taints import Taint, TaintEffect
 from taintplane.api.tolerations import Toleration, parse_tolerations
@@ -62,7 +62,7 @@ def _whitelist(
     text = annotations.get(pod_toleration_restriction.NS_WL_TOLERATIONS)
     if text is not None:
         try:
-            items = json.loads(text) if text else []
+            items = unmarshal_tolerations(text) if text else []
             whitelist = parse_tolerations(items, Path.root("tolerations"))
         except (ValueError, RecursionError):  # JSON nested past Python's stack too
             return [], "namespace whitelist (unreadable: every pod is refused)"
