@@ -35,6 +35,8 @@ SLOW_START_INITIAL_BATCH = 1
 STATUS_UPDATE_RETRIES = 1
 EXPECTATIONS_TIMEOUT = 300.0  # upstream's ExpectationsTimeout: a lost watch event heals
 STATUS_FIELDS = (*COUNTS, "numberUnavailable")
+#: DaemonSetStatus' counts that are ``omitempty`` in Go: a zero is not written at all.
+OMITTED_WHEN_ZERO = ("updatedNumberScheduled", "numberAvailable", "numberUnavailable")
 
 
 @dataclass
@@ -366,9 +368,10 @@ class DaemonSetSync:
             return
         target = ds
         for attempt in range(STATUS_UPDATE_RETRIES + 1):
-            body = {**target, "status": {**(target.get("status") or {}), **counts}}
+            merged = {**(target.get("status") or {}), **counts}
             if observed_generation:
-                body["status"]["observedGeneration"] = generation
+                merged["observedGeneration"] = generation
+            body = {**target, "status": _omit_zero(merged)}
             try:
                 await self.c.client.update(DAEMONSETS, body, subresource="status")
                 return
@@ -380,3 +383,13 @@ class DaemonSetSync:
             if fresh is None:
                 return
             target = fresh
+
+
+def _omit_zero(status: dict[str, Any]) -> dict[str, Any]:
+    """The status as kube-apiserver encodes it: an omitempty count (and observedGeneration)
+    at zero is absent, so a DaemonSet that places no pod reads as upstream's."""
+    return {
+        k: v
+        for k, v in status.items()
+        if not (k in (*OMITTED_WHEN_ZERO, "observedGeneration") and not v)
+    }
