@@ -112,3 +112,44 @@ def test_the_resourceclaim_controller_words_it_as_upstream(caplog):
         'resource_claim: pod:default/web-0 failed with: pods "web-" is forbidden: pod '
         'rejected: RuntimeClass "nope" not found'
     ]
+
+
+def test_the_namespace_controller_words_a_failed_deletion_as_upstream(caplog):
+    """pkg/controller/namespace's worker: content still there once the pods' grace period has
+    passed (a pod on a node whose kubelet is gone) is ``deletion of namespace %v failed: %v``,
+    one line, retried with the queue's backoff; it was logged as a bug, with its traceback."""
+    from typing import cast
+
+    from taintplane.client import Client
+    from taintplane.client.shared import SharedInformers
+    from taintplane.controllers.namespace import NamespaceController
+    from taintplane.controllers.namespace_deletion import DeletionFailed
+
+    remain = "unexpected items still remain in namespace: team for gvr: /v1, Resource=pods"
+    calls = []
+
+    async def main() -> None:
+        clock = VirtualClock()
+        client = cast(Client, None)
+        controller = NamespaceController(client, clock, SharedInformers(client))
+
+        async def stuck(name: str) -> None:
+            calls.append(clock.monotonic())
+            raise DeletionFailed(remain)
+
+        controller._sync = stuck  # type: ignore[method-assign]
+        controller.queue.add("team")
+        runner = asyncio.create_task(controller.run())
+        await clock.advance(0.02)
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+
+    with caplog.at_level(logging.WARNING):
+        asyncio.run(main())
+    records = [r for r in caplog.records if r.name == "taintplane.client.workqueue"]
+    # Tried at 0, 5 ms, 15 ms (5 ms doubling): three failures, three lines, no traceback.
+    assert len(calls) == 3
+    assert [r.getMessage() for r in records] == [
+        f"namespace: deletion of namespace team failed: {remain}"
+    ] * 3
+    assert all(r.levelno == logging.ERROR and not r.exc_info for r in records)

@@ -72,12 +72,16 @@ class WorkQueue:
         qps: float = 10.0,
         burst: int = 100,
         failure: str = 'error syncing "{key}": {error}, requeuing',
+        expected: tuple[type[Exception], ...] = (),
     ) -> None:
         self.clock = clock
         self.name = name
         #: How an expected sync failure is worded (``{key}``, ``{error}``): upstream's
         #: controllers each word their HandleError line (resourceclaim: ``%v failed with: %v``).
         self.failure = failure
+        #: Failures besides the API's that are the controller's to retry, logged in one line
+        #: (a namespace whose content is still there), not as a bug with its traceback.
+        self.expected: tuple[type[Exception], ...] = (*EXPECTED, *expected)
         self._queue: deque[str] = deque()
         self._queued: set[str] = set()
         self._processing: set[str] = set()
@@ -170,7 +174,7 @@ class WorkQueue:
                     self.forget(key)
                 except asyncio.CancelledError:
                     raise
-                except EXPECTED as error:
+                except self.expected as error:
                     # The API refused a write, or was out of reach: the controller's business
                     # to retry, not a crash. One line, as client-go's controllers log it.
                     log.error(

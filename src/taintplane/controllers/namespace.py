@@ -5,7 +5,9 @@ A namespace is queued on every add or update that shows a deletionTimestamp, 5 s
 (``namespaceDeletionGracePeriod``: time for creations racing the deletion to land), and all
 of them again every ``--namespace-sync-period`` (5 min). Content still going away brings the
 namespace back after half the estimate plus a second; any other failure after the queue's
-exponential backoff (5 ms doubling to 60 s, upstream's ``nsControllerRateLimiter``). As
+exponential backoff (5 ms doubling to 60 s, upstream's ``nsControllerRateLimiter``), logged in
+one line as upstream's ``deletion of namespace NAME failed: …`` (content left on a node whose
+kubelet is gone is such a failure once the pods' grace period has passed). As
 client-go's delaying queue, a namespace waits for one instant only: a sooner one replaces it.
 """
 
@@ -19,7 +21,11 @@ from taintplane.client import Client
 from taintplane.client.shared import SharedInformers
 from taintplane.client.workqueue import WorkQueue
 from taintplane.clock import Clock
-from taintplane.controllers.namespace_deletion import NamespacedResourcesDeleter, ResourcesRemaining
+from taintplane.controllers.namespace_deletion import (
+    DeletionFailed,
+    NamespacedResourcesDeleter,
+    ResourcesRemaining,
+)
 
 __all__ = ["DELETION_GRACE_PERIOD", "SYNC_PERIOD", "NamespaceController"]
 
@@ -43,7 +49,14 @@ class NamespaceController:
     ) -> None:
         self.clock = clock
         self.deleter = NamespacedResourcesDeleter(client, clock)
-        self.queue = WorkQueue(clock, name="namespace", base_delay=0.005, max_delay=60.0)
+        self.queue = WorkQueue(
+            clock,
+            name="namespace",
+            base_delay=0.005,
+            max_delay=60.0,
+            failure="deletion of namespace {key} failed: {error}",
+            expected=(DeletionFailed,),
+        )
         self.namespaces = informers.informer("", "v1", "namespaces")
         self.namespaces.add_handlers(
             on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new)
