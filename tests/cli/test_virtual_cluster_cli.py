@@ -13,10 +13,12 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import IO
 
 import httpx
 import pytest
@@ -27,6 +29,32 @@ from tests.conftest import Kubectl
 RFC3339 = "%Y-%m-%dT%H:%M:%SZ"
 
 
+class Drain:
+    """Reads a running server's stdout and stderr as they come, so a server that logs more
+    than a pipe holds (~64 KB) never blocks on a write nobody reads; ``text`` gives what
+    each said once the process has ended."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self._said: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        self._threads = [
+            threading.Thread(target=self._read, args=(stream, name), daemon=True)
+            for name, stream in (("stdout", process.stdout), ("stderr", process.stderr))
+            if stream is not None
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _read(self, stream: IO[str], name: str) -> None:
+        with stream:  # closed at the end of output, as communicate() would
+            for line in stream:
+                self._said[name].append(line)
+
+    def text(self, timeout: float = 60) -> tuple[str, str]:
+        for thread in self._threads:
+            thread.join(timeout)
+        return "".join(self._said["stdout"]), "".join(self._said["stderr"])
+
+
 @dataclass
 class Running:
     process: subprocess.Popen[str]
@@ -34,6 +62,7 @@ class Running:
     kubeconfig: Path
     home: Path
     kubectl: Kubectl
+    drain: Drain
 
     def taintplane(
         self, *args: str, kubeconfig_env: bool = True
@@ -78,12 +107,13 @@ def up(tmp_path: Path, home: Path, *args: str) -> Running:
     url = first.rsplit(" ", 1)[1].strip()
     kubeconfig = Path(second.strip().split("=", 1)[1])
     assert kubeconfig == tmp_path / "data" / "kubeconfig"
-    return Running(process, url, kubeconfig, home, Kubectl(kubeconfig, home))
+    return Running(process, url, kubeconfig, home, Kubectl(kubeconfig, home), Drain(process))
 
 
 def stop(running: Running) -> None:
     running.process.terminate()
-    out, err = running.process.communicate(timeout=60)
+    running.process.wait(timeout=60)
+    out, err = running.drain.text()
     assert out.endswith("taintplane stopped\n"), (out, err)
 
 
