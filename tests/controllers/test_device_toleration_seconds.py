@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from tests.controllers.workload_builders import DEPLOYMENTS, make_deployment
 TEMPLATES = resource("resource.k8s.io", "v1", "resourceclaimtemplates")
 CLASSES = resource("resource.k8s.io", "v1", "deviceclasses")
 RULES = resource("resource.k8s.io", "v1alpha3", "devicetaintrules")
+#: kube-controller-manager's client burst (--kube-api-burst), the claim controller's too.
+CLAIM_CONTROLLER_BURST = 30
 DRIVER = "gpu.example.com"
 
 
@@ -122,8 +125,11 @@ def test_a_tolerated_noexecute_device_taint_evicts_on_time_and_replaces_at_upstr
         # Each replacement gets a device (the toleration matches) and is evicted as soon as it
         # is bound (timeAdded + 60 s is past): a few at this instant, within the claim
         # controller's burst of 30 requests (each round costs it four or five), not hundreds.
+        # A round's pod comes from the ReplicaSet controller before the claim controller spends
+        # its tokens on it, so the rounds begun are at most ceil(30 / 4) = 8; whether the last
+        # one begins depends on how the store's writer thread interleaves with the loop.
         burst = created[tainted_at + 60]
-        assert 1 <= burst <= 7, created
+        assert 1 <= burst <= math.ceil(CLAIM_CONTROLLER_BURST / 4), created
         assert all(at == tainted_at + 60 for at in deleted.values())
 
         await sim.advance_to(tainted_at + 70)
