@@ -5,7 +5,7 @@ import pytest
 
 from taintplane.sim.cluster import running_cluster
 from tests.scheduler.builders import make_node, make_pod, taint
-from tests.scheduler.test_live import add_node, condition, wait_for_pod
+from tests.scheduler.test_live import add_node, condition, wait_for_events, wait_for_pod
 
 PODS = "/api/v1/namespaces/default/pods"
 
@@ -25,13 +25,15 @@ def api(tmp_path_factory):
 
 
 def failure(api, name):
+    """The pod's PodScheduled message, once its FailedScheduling event says the same (the
+    scheduler records the event after it writes the condition, asynchronously)."""
     pod = wait_for_pod(api, name, lambda p: condition(p) is not None)
     message = condition(pod)["message"]
-    events = api.get(
-        "/api/v1/namespaces/default/events",
-        params={"fieldSelector": f"involvedObject.name={name},reason=FailedScheduling"},
-    ).json()["items"]
-    assert message in [e["message"] for e in events]
+    wait_for_events(
+        api,
+        f"involvedObject.name={name},reason=FailedScheduling",
+        lambda events: message in [e["message"] for e in events],
+    )
     return message
 
 
