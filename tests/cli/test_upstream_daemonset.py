@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from tests.cli.test_virtual_cluster_cli import RFC3339, Running, stop, up
+from tests.cli.test_virtual_cluster_cli import RFC3339, Running, module_cluster
 
 NAME_LABEL = "daemonset-name"
 COLOR_LABEL = "daemonset-color"
@@ -46,12 +46,7 @@ AUTOMATIC = [
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    home = tmp_path_factory.mktemp("home")
-    cluster = up(tmp_path_factory.mktemp("ds"), home, "--clock", "virtual", "--nodes", "3")
-    try:
-        yield cluster
-    finally:
-        stop(cluster)
+    yield from module_cluster(tmp_path_factory, "ds")
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from tests.cli.test_virtual_cluster_cli import RFC3339, Running, stop, up
+from tests.cli.test_virtual_cluster_cli import RFC3339, Running, module_cluster
 
 NUM_PODS = 3
 NS = "dra-evict-cluster"
@@ -81,12 +81,7 @@ WOULD = (
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    home = tmp_path_factory.mktemp("home")
-    cluster = up(tmp_path_factory.mktemp("dtr"), home, "--clock", "virtual", "--nodes", "3")
-    try:
-        yield cluster
-    finally:
-        stop(cluster)
+    yield from module_cluster(tmp_path_factory, "dtr")
 
 
 @pytest.fixture(scope="module")

@@ -21,19 +21,14 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.cli.test_virtual_cluster_cli import Running, stop, up
+from tests.cli.test_virtual_cluster_cli import Running, module_cluster
 
 HANDLER = "test-handler"  # e2enode.PreconfiguredRuntimeClassHandler
 
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    home = tmp_path_factory.mktemp("home")
-    cluster = up(tmp_path_factory.mktemp("rc"), home, "--clock", "virtual", "--nodes", "3")
-    try:
-        yield cluster
-    finally:
-        stop(cluster)
+    yield from module_cluster(tmp_path_factory, "rc")
 
 
 @pytest.fixture(scope="module")

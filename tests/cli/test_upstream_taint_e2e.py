@@ -22,7 +22,7 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.cli.test_virtual_cluster_cli import RFC3339, Running, stop, up
+from tests.cli.test_virtual_cluster_cli import RFC3339, Running, module_cluster
 
 EVICT_KEY = "kubernetes.io/e2e-evict-taint-key"
 EVICT_TAINT = f"{EVICT_KEY}=evictTaintVal:NoExecute"
@@ -31,12 +31,7 @@ PAUSE = "registry.k8s.io/pause:3.10"
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    home = tmp_path_factory.mktemp("home")
-    cluster = up(tmp_path_factory.mktemp("upstream"), home, "--clock", "virtual", "--nodes", "3")
-    try:
-        yield cluster
-    finally:
-        stop(cluster)
+    yield from module_cluster(tmp_path_factory, "upstream")
 
 
 @pytest.fixture(scope="module")

@@ -26,19 +26,14 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from tests.cli.test_virtual_cluster_cli import RFC3339, Running, stop, up
+from tests.cli.test_virtual_cluster_cli import RFC3339, Running, module_cluster
 
 PAUSE = "registry.k8s.io/pause:3.10"
 
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    home = tmp_path_factory.mktemp("home")
-    cluster = up(tmp_path_factory.mktemp("te"), home, "--clock", "virtual", "--nodes", "3")
-    try:
-        yield cluster
-    finally:
-        stop(cluster)
+    yield from module_cluster(tmp_path_factory, "te")
 
 
 @pytest.fixture(scope="module")

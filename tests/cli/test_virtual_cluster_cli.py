@@ -110,6 +110,18 @@ def up(tmp_path: Path, home: Path, *args: str) -> Running:
     return Running(process, url, kubeconfig, home, Kubectl(kubeconfig, home), Drain(process))
 
 
+def module_cluster(
+    tmp_path_factory: pytest.TempPathFactory, name: str, *args: str
+) -> Iterator[Running]:
+    """A module's ``taintplane up --clock virtual --nodes 3 ARGS``, stopped after it."""
+    home = tmp_path_factory.mktemp("home")
+    cluster = up(tmp_path_factory.mktemp(name), home, "--clock", "virtual", "--nodes", "3", *args)
+    try:
+        yield cluster
+    finally:
+        stop(cluster)
+
+
 def stop(running: Running) -> None:
     running.process.terminate()
     running.process.wait(timeout=60)
